@@ -195,7 +195,7 @@ moeroute_status moeroute_get_sizes(const moeroute_params* params, moeroute_sizes
                    sizes->struct_size, sizeof *sizes);
   mr_config cfg;
   /* The widest limits (the CPU backend's): a size query does not pick a backend. */
-  moeroute_status st = mr_validate_params(MOEROUTE_OP_SORT, params, MR_BACKEND_CPU, fn, &cfg);
+  moeroute_status st = mr_validate_params(MOEROUTE_OP_ROUTE, params, MR_BACKEND_CPU, fn, &cfg);
   if (st != MOEROUTE_OK) return st;
   *sizes = cfg.sizes;
   return MOEROUTE_OK;
