@@ -56,6 +56,8 @@ static const char* const bench_usage =
     "  --layout L         ck (default, the seed's) | vllm | both\n"
     "  --seed S           seed of the random logits and biases (default 1)\n"
     "  --quick            fewer shapes and repetitions (a smoke run)\n"
+    "  --no-moe-buf       CUDA: do not clear moe_buf (time the routing alone)\n"
+    "  --kernel-only      CUDA: only the kernel metric (fast sweeps over large T)\n"
     "\n"
     "Inputs: logits uniform in [-2, 2) rounded to the preset's router dtype, fresh per\n"
     "shape; presets with a bias get one uniform in [-0.1, 0.1).\n"
@@ -125,6 +127,8 @@ static void w_end(writer* w) {
 typedef struct bench_opts {
   cli_backend backend;
   int format, quick;
+  int no_moe_buf;  /* --no-moe-buf: time routing alone */
+  int kernel_only; /* --kernel-only: skip the graph and eager metrics (long sweeps) */
   int32_t unit_size;
   uint32_t layouts;
   uint64_t seed;
@@ -463,6 +467,10 @@ static int enq_chain(void* v, cudaStream_t s) {
   if (status_ok(moeroute_cuda_gate(&x->pg, &x->gate, s), "moeroute_cuda_gate")) return -1;
   return status_ok(moeroute_cuda_sort(x->p, &x->sort, s), "moeroute_cuda_sort");
 }
+static int enq_sort(void* v, cudaStream_t s) {
+  gpu_ctx* x = (gpu_ctx*)v;
+  return status_ok(moeroute_cuda_sort(x->p, &x->sort, s), "moeroute_cuda_sort");
+}
 static int enq_floor(void* v, cudaStream_t s) {
   gpu_ctx* x = (gpu_ctx*)v;
   int e = mr_floor_kernel_launch(x->floor_line, s);
@@ -542,7 +550,8 @@ static int bench_cuda(const bench_opts* o) {
                              {"fused_kernel_us", 15, 2}, {"fused_graph_us", 14, 2},
                              {"fused_eager_us", 14, 2},  {"chain_kernel_us", 15, 2},
                              {"chain_graph_us", 14, 2},  {"chain_eager_us", 14, 2},
-                             {"speedup", 7, 2},          {"memset_kernel_us", 16, 2},
+                             {"speedup", 7, 2},          {"sort_kernel_us", 14, 2},
+                             {"memset_kernel_us", 16, 2},
                              {"floor_kernel_us", 15, 2}, {"floor_graph_us", 14, 2},
                              {"floor_eager_us", 14, 2},  {"wrong", 5, 0},
                              {"device", 10, -2}};
@@ -606,7 +615,7 @@ static int bench_cuda(const bench_opts* o) {
       }
       const moeroute_params* p = &c.p;
       /* both paths clear moe_buf [T, model_dim] bf16 */
-      c.p.moe_buf_bytes = (size_t)(2 * p->num_tokens * (int64_t)m->model_dim);
+      c.p.moe_buf_bytes = o->no_moe_buf ? 0 : (size_t)(2 * p->num_tokens * (int64_t)m->model_dim);
       gpu_route g;
       if (gpu_route_alloc(&g, &c, c.p.moe_buf_bytes, err, sizeof err) != 0) {
         cli_error("%s: %s", c.desc, err);
@@ -626,14 +635,17 @@ static int bench_cuda(const bench_opts* o) {
       x.moe_buf_bytes = g.moe_buf_bytes;
       int fused_ok = moeroute_cuda_supports(MOEROUTE_OP_ROUTE, p);
       int chain_ok = moeroute_cuda_supports(MOEROUTE_OP_GATE, &x.pg) && moeroute_cuda_supports(MOEROUTE_OP_SORT, p);
-      double fk = NAN, fg = NAN, fe = NAN, ck = NAN, cg = NAN, ce = NAN, mk = NAN;
-      if (fused_ok && (time_kernel(&t, enq_fused, &x, s, &fk) || time_graph(&t, enq_fused, &x, s, &fg) ||
-                       time_eager(&t, enq_fused, &x, s, &fe)))
+      double fk = NAN, fg = NAN, fe = NAN, ck = NAN, cg = NAN, ce = NAN, mk = NAN, sk = NAN;
+      const int all = !o->kernel_only;
+      if (fused_ok && (time_kernel(&t, enq_fused, &x, s, &fk) || (all && time_graph(&t, enq_fused, &x, s, &fg)) ||
+                       (all && time_eager(&t, enq_fused, &x, s, &fe))))
         rc = -1;
       if (rc == 0 && chain_ok &&
-          (time_kernel(&t, enq_chain, &x, s, &ck) || time_graph(&t, enq_chain, &x, s, &cg) ||
-           time_eager(&t, enq_chain, &x, s, &ce)))
+          (time_kernel(&t, enq_chain, &x, s, &ck) || (all && time_graph(&t, enq_chain, &x, s, &cg)) ||
+           (all && time_eager(&t, enq_chain, &x, s, &ce))))
         rc = -1;
+      /* sort alone (engines that run their own router); its topk input is what the chain's gate left */
+      if (rc == 0 && chain_ok && time_kernel(&t, enq_sort, &x, s, &sk)) rc = -1;
       if (rc == 0 && x.moe_buf_bytes && time_kernel(&t, enq_memset, &x, s, &mk)) rc = -1;
       if (rc == 0 && !x.moe_buf_bytes) mk = 0;
 
@@ -666,9 +678,9 @@ static int bench_cuda(const bench_opts* o) {
         wrong_total += wrong;
         const char* text[NC] = {m->name, NULL, NULL, NULL, cli_dtype_name(p->logits_dtype), NULL,
                                 cli_layout_name(p->layouts), NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                                NULL, NULL, NULL, NULL, NULL, NULL, device};
+                                NULL, NULL, NULL, NULL, NULL, NULL, NULL, device};
         double num[NC] = {NAN, (double)p->num_tokens, p->num_experts, p->top_k, NAN, p->unit_size, NAN,
-                          (double)p->moe_buf_bytes, fk, fg, fe, ck, cg, ce, ck / fk, mk,
+                          (double)p->moe_buf_bytes, fk, fg, fe, ck, cg, ce, ck / fk, sk, mk,
                           floor_kernel, floor_graph, floor_eager, (double)wrong, NAN};
         w_row(&w, text, num);
       }
@@ -742,6 +754,10 @@ int cmd_bench(int argc, char** argv) {
       o.seed = (uint64_t)sd;
     } else if (cli_flag(argv[i], "--quick")) {
       o.quick = 1;
+    } else if (cli_flag(argv[i], "--no-moe-buf")) {
+      o.no_moe_buf = 1;
+    } else if (cli_flag(argv[i], "--kernel-only")) {
+      o.kernel_only = 1;
     } else {
       cli_error("bench: unknown option '%s' (see moeroute bench --help)", argv[i]);
       return CLI_EXIT_USAGE;
