@@ -84,10 +84,12 @@ typedef enum moeroute_status {
   MOEROUTE_ERR_NULL_POINTER = 1,        /* a required pointer (params, buffers, an output the layout needs) is NULL */
   MOEROUTE_ERR_PARAMS_SIZE = 2,         /* params/sizes struct_size is not one this library knows */
   MOEROUTE_ERR_BAD_ENUM = 3,            /* dtype, score, group_score, layouts or op out of range */
-  MOEROUTE_ERR_BAD_SHAPE = 4,           /* T, E, k or U outside the contract's limits, or T*k too large */
+  MOEROUTE_ERR_BAD_SHAPE = 4,           /* T, E, k or U outside the contract's limits, T*k >= 2^31, or a sorted length
+                                           (T*k + E*U - k) that does not fit in int32 */
   MOEROUTE_ERR_BAD_STRIDE = 5,          /* logits_row_stride < E */
   MOEROUTE_ERR_BAD_GROUPS = 6,          /* G does not divide E, topk_groups out of [1,G], topk_groups*E/G < k, TOP2_SUM with one expert per group */
-  MOEROUTE_ERR_BAD_VALUE = 7,           /* a non-finite scale, a non-finite bias value (CPU), an expert_mask value not 0/1 (CPU) */
+  MOEROUTE_ERR_BAD_VALUE = 7,           /* renormalize not 0/1, a non-finite scale, a non-finite bias value (CPU),
+                                           an expert_mask value not 0/1 (CPU) */
   MOEROUTE_ERR_WORKSPACE_TOO_SMALL = 8, /* workspace_bytes below what *_workspace_size() asked for */
   MOEROUTE_ERR_MOE_BUF = 9,             /* moe_buf NULL with moe_buf_bytes > 0 */
   MOEROUTE_ERR_NOT_SUPPORTED = 10,      /* a valid request this backend/build has no path for */
@@ -147,7 +149,8 @@ typedef enum moeroute_op {
  * later versions append fields without breaking callers built against this one. */
 typedef struct moeroute_params {
   size_t struct_size;            /* = sizeof(moeroute_params); set by init */
-  int64_t num_tokens;            /* T >= 0; T < 2^24 when the CK layout is requested; T*k < 2^31. Default 0 */
+  int64_t num_tokens;            /* T >= 0; T < 2^24 when the CK layout is requested; T*k < 2^31 and
+                                    T*k + E*U - k < 2^31 (int32 positions). Default 0 */
   int32_t num_experts;           /* E, 1..1024 (CPU: up to 2^20). Default 0 (must be set) */
   int32_t top_k;                 /* k, 1..min(E, 32). Default 0 (must be set) */
   int32_t unit_size;             /* U, 1..1024, the grouped GEMM's block size M. Default 32 */
@@ -157,7 +160,7 @@ typedef struct moeroute_params {
   int32_t renormalize;           /* 0/1: divide the k weights by their sum (>= 1e-20). Default 1 */
   float scale;                   /* routed scaling factor, finite, applied last. Default 1.0f */
   int32_t num_groups;            /* G; 1 = no grouped selection; G > 1 needs E % G == 0. Default 1 */
-  int32_t topk_groups;           /* groups kept, 1..G, with topk_groups * E / G >= k. Default 1 */
+  int32_t topk_groups;           /* groups kept, 1..G, with topk_groups * E / G >= k; ignored when G = 1. Default 1 */
   moeroute_group_score group_score; /* Default MOEROUTE_GROUP_SCORE_TOP2_SUM */
   uint32_t layouts;              /* MOEROUTE_LAYOUT_* mask; route/sort need at least one. Default BOTH */
   size_t moe_buf_bytes;          /* bytes of buffers.moe_buf to zero (route and sort). Default 0 */
@@ -225,7 +228,8 @@ typedef struct moeroute_sizes {
   int64_t vllm_blocks_len; /* ceil(vllm_sorted_len / U): entries of expert_ids */
 } moeroute_sizes;
 
-/* Capacities of every output for params (validated like a routing call). */
+/* Capacities of every output for params. Validated like moeroute_*_route (so layouts must be
+ * non-empty and U valid even for a gate-only caller), with the CPU backend's limits on E. */
 MOEROUTE_API moeroute_status moeroute_get_sizes(const moeroute_params* params, moeroute_sizes* sizes);
 
 /* Workspace bytes the CPU backend needs for op with params (validated). */
