@@ -1,0 +1,862 @@
+/*
+ * cuda_check.cu - lab file for the CUDA backend (not built by default).
+ *
+ * 1. Correctness: random configurations over every option; each CUDA entry
+ *    point against the CPU backend (moeroute_cpu_*), every path forced through
+ *    the tuning knobs (fused with each cluster size, one-launch sort with
+ *    several CTA counts, the general multi-kernel path at small sizes):
+ *      gate   topk ids exact (a row may differ only on near-tied keys, checked
+ *             in double), weights within 1e-5 relative;
+ *      route  top-k bit-identical to the gate kernel's; sorted layouts
+ *             bit-identical to the CPU sort of that top-k, every output array
+ *             compared whole (poisoned before: positions past `total` must stay
+ *             poisoned); moe_buf zero, its guard bytes untouched; run twice,
+ *             bit-identical;
+ *      sort   from the CPU's top-k (sometimes corrupted: ids out of range,
+ *             duplicates in a row) bit-identical to the CPU sort.
+ * 2. Timing in the kernel metric (50 calls captured in one CUDA graph, events
+ *    around one replay, / 50, median of 9 replays): fused route vs the unfused
+ *    chain (gate kernel then sort kernel) at decode, plus cluster-size variants
+ *    and a few large-T points. Outputs are verified after timing ("wrong").
+ *
+ * Build (after cmake --build build-cuda):
+ *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu \
+ *        build-cuda/libmoeroute.a -o build-cuda/cuda_check
+ * Run: build-cuda/cuda_check [--configs N] [--seed S] [--no-time] [--no-check]
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <cuda_runtime.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/common.cuh" /* mr_cuda_tune (hidden symbol, reachable through the static library) */
+#include "moeroute.h"
+
+#define CK(x)                                                                               \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));   \
+      exit(2);                                                                              \
+    }                                                                                       \
+  } while (0)
+
+static uint64_t g_rng = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void) {
+  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
+static int irand(int n) { return n <= 1 ? 0 : (int)(rnd() % (uint64_t)n); }
+static int pick(const int* a, int n) { return a[irand(n)]; }
+
+static size_t esize(moeroute_dtype d) { return d == MOEROUTE_DTYPE_FP32 ? 4 : 2; }
+static uint32_t f2raw(moeroute_dtype d, float f) {
+  if (d == MOEROUTE_DTYPE_FP32) return mr_float_to_bits(f);
+  return d == MOEROUTE_DTYPE_BF16 ? mr_float_to_bf16(f) : mr_float_to_fp16(f);
+}
+static float raw2f(moeroute_dtype d, const void* base, size_t i) {
+  if (d == MOEROUTE_DTYPE_FP32) return ((const float*)base)[i];
+  const uint16_t h = ((const uint16_t*)base)[i];
+  return d == MOEROUTE_DTYPE_BF16 ? mr_bf16_to_float(h) : mr_fp16_to_float(h);
+}
+
+/* ---- one test case ------------------------------------------------------------ */
+
+typedef struct Case {
+  moeroute_params p;
+  int has_bias, has_mask, logit_mode, logit_off, moe_off, route_topk, sort_corrupt;
+  mr_cuda_tuning tune;
+} Case;
+
+typedef struct Host {
+  size_t logit_bytes;
+  unsigned char* logits; /* with logit_off elements in front */
+  float* bias;
+  int32_t* mask;
+  moeroute_sizes sz;
+} Host;
+
+typedef struct Out { /* one set of outputs, host or device */
+  int32_t *topk_ids, *sorted_ids, *sorted_expert_ids, *num_valid_ids, *sorted_token_ids, *expert_ids, *ntpp;
+  float *topk_weights, *sorted_weights;
+} Out;
+
+static void out_alloc(Out* o, const moeroute_sizes* s, int dev) {
+  size_t n[9] = {(size_t)s->topk_len, (size_t)s->ck_sorted_len, (size_t)s->ck_blocks_len, 2,
+                 (size_t)s->vllm_sorted_len, (size_t)s->vllm_blocks_len, 1, (size_t)s->topk_len,
+                 (size_t)s->ck_sorted_len};
+  void** p[9] = {(void**)&o->topk_ids, (void**)&o->sorted_ids, (void**)&o->sorted_expert_ids,
+                 (void**)&o->num_valid_ids, (void**)&o->sorted_token_ids, (void**)&o->expert_ids,
+                 (void**)&o->ntpp, (void**)&o->topk_weights, (void**)&o->sorted_weights};
+  for (int i = 0; i < 9; ++i) {
+    size_t b = (n[i] + 1) * 4;
+    if (dev)
+      CK(cudaMalloc(p[i], b));
+    else
+      *p[i] = malloc(b);
+  }
+}
+static void out_free(Out* o, int dev) {
+  void* p[9] = {o->topk_ids, o->sorted_ids, o->sorted_expert_ids, o->num_valid_ids, o->sorted_token_ids,
+                o->expert_ids, o->ntpp, o->topk_weights, o->sorted_weights};
+  for (int i = 0; i < 9; ++i) dev ? (void)cudaFree(p[i]) : free(p[i]);
+}
+static void out_poison(Out* o, const moeroute_sizes* s, int dev) {
+  size_t n[9] = {(size_t)s->topk_len, (size_t)s->ck_sorted_len, (size_t)s->ck_blocks_len, 2,
+                 (size_t)s->vllm_sorted_len, (size_t)s->vllm_blocks_len, 1, (size_t)s->topk_len,
+                 (size_t)s->ck_sorted_len};
+  void* p[9] = {o->topk_ids, o->sorted_ids, o->sorted_expert_ids, o->num_valid_ids, o->sorted_token_ids,
+                o->expert_ids, o->ntpp, o->topk_weights, o->sorted_weights};
+  for (int i = 0; i < 9; ++i) {
+    if (dev)
+      CK(cudaMemset(p[i], 0xA5, (n[i] + 1) * 4));
+    else
+      memset(p[i], 0xA5, (n[i] + 1) * 4);
+  }
+}
+static void out_download(Out* h, const Out* d, const moeroute_sizes* s) {
+  size_t n[9] = {(size_t)s->topk_len, (size_t)s->ck_sorted_len, (size_t)s->ck_blocks_len, 2,
+                 (size_t)s->vllm_sorted_len, (size_t)s->vllm_blocks_len, 1, (size_t)s->topk_len,
+                 (size_t)s->ck_sorted_len};
+  void* hp[9] = {h->topk_ids, h->sorted_ids, h->sorted_expert_ids, h->num_valid_ids, h->sorted_token_ids,
+                 h->expert_ids, h->ntpp, h->topk_weights, h->sorted_weights};
+  void* dp[9] = {d->topk_ids, d->sorted_ids, d->sorted_expert_ids, d->num_valid_ids, d->sorted_token_ids,
+                 d->expert_ids, d->ntpp, d->topk_weights, d->sorted_weights};
+  for (int i = 0; i < 9; ++i) CK(cudaMemcpy(hp[i], dp[i], (n[i] + 1) * 4, cudaMemcpyDeviceToHost));
+}
+static void out_buffers(const Out* o, moeroute_buffers* b, int with_topk) {
+  b->topk_ids = with_topk ? o->topk_ids : NULL;
+  b->topk_weights = with_topk ? o->topk_weights : NULL;
+  b->sorted_ids = o->sorted_ids;
+  b->sorted_weights = o->sorted_weights;
+  b->sorted_expert_ids = o->sorted_expert_ids;
+  b->num_valid_ids = o->num_valid_ids;
+  b->sorted_token_ids = o->sorted_token_ids;
+  b->expert_ids = o->expert_ids;
+  b->num_tokens_post_pad = o->ntpp;
+}
+/* compare the sorted layouts (whole arrays, +1 guard word): returns the name of the first difference */
+static const char* out_cmp_sorted(const Out* a, const Out* b, const moeroute_sizes* s) {
+  struct {
+    const void *x, *y;
+    size_t n;
+    const char* name;
+  } t[7] = {{a->sorted_ids, b->sorted_ids, (size_t)s->ck_sorted_len, "sorted_ids"},
+            {a->sorted_weights, b->sorted_weights, (size_t)s->ck_sorted_len, "sorted_weights"},
+            {a->sorted_expert_ids, b->sorted_expert_ids, (size_t)s->ck_blocks_len, "sorted_expert_ids"},
+            {a->num_valid_ids, b->num_valid_ids, 2, "num_valid_ids"},
+            {a->sorted_token_ids, b->sorted_token_ids, (size_t)s->vllm_sorted_len, "sorted_token_ids"},
+            {a->expert_ids, b->expert_ids, (size_t)s->vllm_blocks_len, "expert_ids"},
+            {a->ntpp, b->ntpp, 1, "num_tokens_post_pad"}};
+  for (int i = 0; i < 7; ++i)
+    if (memcmp(t[i].x, t[i].y, (t[i].n + 1) * 4) != 0) {
+      static char msg[160];
+      const uint32_t* x = (const uint32_t*)t[i].x;
+      const uint32_t* y = (const uint32_t*)t[i].y;
+      size_t j = 0;
+      while (x[j] == y[j]) j++;
+      snprintf(msg, sizeof msg, "%s[%zu]: 0x%08x vs 0x%08x (len %zu)", t[i].name, j, x[j], y[j], t[i].n);
+      return msg;
+    }
+  return NULL;
+}
+
+/* ---- case generation ------------------------------------------------------------- */
+
+static void gen_case(Case* c) {
+  static const int Es[] = {1, 2, 3, 4, 7, 8, 16, 32, 60, 64, 100, 128, 128, 160, 200, 256, 256, 257,
+                           384, 511, 512, 513, 700, 1000, 1024};
+  static const int Ts[] = {0, 1, 1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 16, 17, 24, 31, 32,
+                           33, 48, 64, 100, 128, 200, 256, 500, 1000, 1500, 4000, 20000};
+  static const int Us[] = {1, 2, 3, 4, 7, 8, 16, 32, 32, 32, 64, 128, 256, 1024};
+  memset(c, 0, sizeof *c);
+  moeroute_params* p = &c->p;
+  moeroute_params_init(p);
+  const int E = pick(Es, sizeof Es / sizeof *Es);
+  const int kmax = E < 32 ? E : 32;
+  static const int ks[] = {1, 2, 4, 6, 8, 8, 10, 16, 32};
+  int k = urand() < 0.6 ? pick(ks, 9) : 1 + irand(kmax);
+  if (k > kmax) k = kmax;
+  p->num_experts = E;
+  p->top_k = k;
+  p->num_tokens = pick(Ts, sizeof Ts / sizeof *Ts);
+  if (p->num_tokens >= 4000 && E * (int64_t)p->num_tokens > 8000000) p->num_tokens = 3000;
+  p->unit_size = pick(Us, sizeof Us / sizeof *Us);
+  p->logits_dtype = (moeroute_dtype)irand(3);
+  p->score = urand() < 0.5 ? MOEROUTE_SCORE_SOFTMAX : (moeroute_score)(1 + irand(2));
+  p->renormalize = urand() < 0.7;
+  p->scale = urand() < 0.6 ? 1.0f : (float)(0.5 + 2.5 * urand());
+  p->layouts = 1u + (uint32_t)irand(3);
+  p->logits_row_stride = urand() < 0.3 ? E + irand(8) : 0;
+  c->has_bias = urand() < 0.4;
+  c->has_mask = urand() < 0.25;
+  const double lm = urand();
+  c->logit_mode = lm < 0.7 ? 0 : lm < 0.85 ? 1 : 2;
+  c->logit_off = urand() < 0.3 ? irand(4) : 0;
+  c->moe_off = irand(16);
+  c->route_topk = urand() < 0.8;
+  c->sort_corrupt = urand() < 0.3;
+  if (urand() < 0.3 && E > 1) {
+    int divs[64], nd = 0;
+    for (int g = 2; g <= E && nd < 64; ++g)
+      if (E % g == 0) divs[nd++] = g;
+    if (nd > 0) {
+      const int G = divs[irand(nd)], gs = E / G;
+      const int need = (k + gs - 1) / gs;
+      p->num_groups = G;
+      p->topk_groups = need + irand(G - need + 1);
+      p->group_score = (moeroute_group_score)irand(2);
+      if (gs < 2) p->group_score = MOEROUTE_GROUP_SCORE_MAX;
+    }
+  }
+  const double mb = urand();
+  static const int hid[] = {64, 2880, 7168};
+  if (mb < 0.5)
+    p->moe_buf_bytes = (size_t)p->num_tokens * (size_t)pick(hid, 3) * 2u;
+  else if (mb < 0.8)
+    p->moe_buf_bytes = (size_t)irand(100000);
+  /* path variants */
+  static const int Cs[] = {0, 0, 1, 2, 3, 4, 8};
+  static const int Rs[] = {0, 0, 1, 3, 8, 16};
+  c->tune.fused_cluster = pick(Cs, 7);
+  c->tune.small_sort_ctas = pick(Rs, 6);
+  c->tune.force_general = urand() < 0.2;
+}
+
+static void gen_inputs(const Case* c, Host* h) {
+  const moeroute_params* p = &c->p;
+  const int64_t T = p->num_tokens, E = p->num_experts;
+  const int64_t stride = p->logits_row_stride ? p->logits_row_stride : E;
+  const size_t es = esize(p->logits_dtype);
+  h->logit_bytes = (size_t)(T * stride + c->logit_off + 1) * es;
+  h->logits = (unsigned char*)malloc(h->logit_bytes);
+  static const float tie_vals[] = {-1.0f, -0.5f, 0.0f, -0.0f, 0.5f, 1.0f, 2.0f};
+  for (size_t i = 0; i < h->logit_bytes / es; ++i) {
+    float f = (float)(4.0 * urand() - 2.0);
+    if (c->logit_mode == 1) f = tie_vals[irand(7)];
+    if (c->logit_mode == 2) {
+      const double u = urand();
+      if (u < 0.05) f = NAN;
+      else if (u < 0.08) f = INFINITY;
+      else if (u < 0.13) f = -INFINITY;
+      else if (u < 0.15 && p->logits_dtype == MOEROUTE_DTYPE_FP32) f = FLT_MAX;
+    }
+    const uint32_t r = f2raw(p->logits_dtype, f);
+    if (es == 4)
+      ((uint32_t*)h->logits)[i] = r;
+    else
+      ((uint16_t*)h->logits)[i] = (uint16_t)r;
+  }
+  if (c->logit_mode == 2 && T > 0) { /* a row with no finite logit */
+    const int64_t t = irand((int)T);
+    for (int64_t e = 0; e < E; ++e) {
+      const uint32_t r = f2raw(p->logits_dtype, (e & 1) ? NAN : -INFINITY);
+      const size_t i = (size_t)(c->logit_off + t * stride + e);
+      if (es == 4)
+        ((uint32_t*)h->logits)[i] = r;
+      else
+        ((uint16_t*)h->logits)[i] = (uint16_t)r;
+    }
+  }
+  h->bias = (float*)malloc((size_t)E * 4);
+  for (int64_t e = 0; e < E; ++e) h->bias[e] = c->logit_mode == 1 ? 0.0f : (float)(0.2 * urand() - 0.1);
+  h->mask = (int32_t*)malloc((size_t)E * 4);
+  for (int64_t e = 0; e < E; ++e) h->mask[e] = urand() < 0.7;
+  h->sz.struct_size = sizeof h->sz;
+  if (moeroute_get_sizes(p, &h->sz) != MOEROUTE_OK) {
+    fprintf(stderr, "get_sizes: %s\n", moeroute_last_error());
+    exit(2);
+  }
+}
+
+/* ---- near-tie judgement for gate ids -------------------------------------------------- */
+
+static double key_d(const Case* c, const Host* h, int64_t t, int e, double mx, double sum) {
+  const moeroute_params* p = &c->p;
+  const int64_t stride = p->logits_row_stride ? p->logits_row_stride : p->num_experts;
+  double x = raw2f(p->logits_dtype, h->logits, (size_t)(c->logit_off + t * stride + e));
+  if (x != x || x == -INFINITY) return -INFINITY;
+  if (x == INFINITY) x = FLT_MAX;
+  double s;
+  if (p->score == MOEROUTE_SCORE_SOFTMAX) {
+    if (!c->has_bias) return x;
+    s = exp(x - mx) / sum;
+  } else if (p->score == MOEROUTE_SCORE_SIGMOID) {
+    s = 1.0 / (1.0 + exp(-x));
+  } else {
+    s = sqrt(fmax(x, 0.0) + log1p(exp(-fabs(x))));
+  }
+  return s + (c->has_bias ? h->bias[e] : 0.0);
+}
+
+/* 1 if row t's id lists differ only where keys are within 1e-5 relative */
+static int near_tie_ok(const Case* c, const Host* h, int64_t t, const int32_t* a, const int32_t* b) {
+  const moeroute_params* p = &c->p;
+  const int64_t stride = p->logits_row_stride ? p->logits_row_stride : p->num_experts;
+  double mx = -INFINITY, sum = 0;
+  for (int e = 0; e < p->num_experts; ++e) {
+    double x = raw2f(p->logits_dtype, h->logits, (size_t)(c->logit_off + t * stride + e));
+    if (x != x || x == -INFINITY) continue;
+    if (x == INFINITY) x = FLT_MAX;
+    mx = x > mx ? x : mx;
+  }
+  for (int e = 0; e < p->num_experts; ++e) {
+    double x = raw2f(p->logits_dtype, h->logits, (size_t)(c->logit_off + t * stride + e));
+    if (x != x || x == -INFINITY) continue;
+    if (x == INFINITY) x = FLT_MAX;
+    sum += exp(x - mx);
+  }
+  for (int j = 0; j < p->top_k; ++j) {
+    if (a[j] == b[j]) continue;
+    if (a[j] < 0 || a[j] >= p->num_experts || b[j] < 0 || b[j] >= p->num_experts) return 0;
+    const double ka = key_d(c, h, t, a[j], mx, sum), kb = key_d(c, h, t, b[j], mx, sum);
+    if (!(fabs(ka - kb) <= 1e-5 * fmax(fabs(ka), 1e-30))) return 0;
+  }
+  return 1;
+}
+
+/* ---- running one case -------------------------------------------------------------------- */
+
+static int g_verbose = 0;
+static long g_fail = 0, g_ties = 0, g_cases = 0;
+
+#define FAIL(...)                                                                               \
+  do {                                                                                          \
+    g_fail++;                                                                                   \
+    printf("FAIL case %ld (E=%d k=%d T=%lld U=%d dt=%d sc=%d bias=%d mask=%d G=%d/%d gs=%d lay=%u " \
+           "C=%d R=%d gen=%d mode=%d): ",                                                       \
+           g_cases, p->num_experts, p->top_k, (long long)p->num_tokens, p->unit_size,            \
+           (int)p->logits_dtype, (int)p->score, c->has_bias, c->has_mask, p->num_groups,         \
+           p->topk_groups, (int)p->group_score, p->layouts, c->tune.fused_cluster,               \
+           c->tune.small_sort_ctas, c->tune.force_general, c->logit_mode);                       \
+    printf(__VA_ARGS__);                                                                        \
+    printf("\n");                                                                               \
+  } while (0)
+
+static void run_case(const Case* c) {
+  const moeroute_params* p = &c->p;
+  Host h;
+  gen_inputs(c, &h);
+  const int64_t T = p->num_tokens, E = p->num_experts, k = p->top_k, n = T * k;
+  const size_t es = esize(p->logits_dtype);
+  mr_cuda_tune = c->tune;
+  g_cases++;
+
+  /* device inputs */
+  unsigned char* d_logits_base;
+  float* d_bias;
+  int32_t* d_mask;
+  CK(cudaMalloc((void**)&d_logits_base, h.logit_bytes));
+  CK(cudaMemcpy(d_logits_base, h.logits, h.logit_bytes, cudaMemcpyHostToDevice));
+  CK(cudaMalloc((void**)&d_bias, (size_t)E * 4));
+  CK(cudaMemcpy(d_bias, h.bias, (size_t)E * 4, cudaMemcpyHostToDevice));
+  CK(cudaMalloc((void**)&d_mask, (size_t)E * 4));
+  CK(cudaMemcpy(d_mask, h.mask, (size_t)E * 4, cudaMemcpyHostToDevice));
+  const void* d_logits = d_logits_base + (size_t)c->logit_off * es;
+  const void* h_logits = h.logits + (size_t)c->logit_off * es;
+
+  /* CPU reference route */
+  Out cpu, cpu2, gpu_h, dev;
+  out_alloc(&cpu, &h.sz, 0);
+  out_alloc(&cpu2, &h.sz, 0);
+  out_alloc(&gpu_h, &h.sz, 0);
+  out_alloc(&dev, &h.sz, 1);
+  size_t cws = 0;
+  moeroute_cpu_workspace_size(MOEROUTE_OP_ROUTE, p, &cws);
+  size_t cws2 = 0;
+  moeroute_cpu_workspace_size(MOEROUTE_OP_SORT, p, &cws2);
+  if (cws2 > cws) cws = cws2;
+  void* cw = malloc(cws + 64);
+  void* host_moe = malloc(p->moe_buf_bytes + 1);
+  moeroute_buffers hb;
+  moeroute_buffers_init(&hb);
+  hb.moe_buf = p->moe_buf_bytes ? host_moe : NULL;
+  hb.logits = h_logits;
+  hb.bias = c->has_bias ? h.bias : NULL;
+  hb.expert_mask = c->has_mask ? h.mask : NULL;
+  hb.workspace = cw;
+  hb.workspace_bytes = cws + 64;
+  out_poison(&cpu, &h.sz, 0);
+  out_buffers(&cpu, &hb, 1);
+  if (moeroute_cpu_route(p, &hb) != MOEROUTE_OK) {
+    FAIL("cpu route: %s", moeroute_last_error());
+    goto done;
+  }
+
+  {
+    /* device scratch */
+    size_t ws_r = 0, ws_s = 0, ws_g = 0;
+    moeroute_params pg = *p;
+    if (moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, p, &ws_r) != MOEROUTE_OK ||
+        moeroute_cuda_workspace_size(MOEROUTE_OP_SORT, p, &ws_s) != MOEROUTE_OK ||
+        moeroute_cuda_workspace_size(MOEROUTE_OP_GATE, &pg, &ws_g) != MOEROUTE_OK) {
+      FAIL("workspace_size: %s", moeroute_last_error());
+      goto done;
+    }
+    if (!moeroute_cuda_supports(MOEROUTE_OP_ROUTE, p) || !moeroute_cuda_supports(MOEROUTE_OP_SORT, p)) {
+      FAIL("supports() says no");
+      goto done;
+    }
+    size_t ws = ws_r > ws_s ? ws_r : ws_s;
+    void* d_ws = NULL;
+    if (ws) CK(cudaMalloc(&d_ws, ws));
+    const size_t mbytes = p->moe_buf_bytes;
+    unsigned char* d_moe;
+    CK(cudaMalloc((void**)&d_moe, mbytes + 64));
+    unsigned char* hm = (unsigned char*)malloc(mbytes + 64);
+
+    moeroute_buffers db;
+    moeroute_buffers_init(&db);
+    db.logits = d_logits;
+    db.bias = c->has_bias ? d_bias : NULL;
+    db.expert_mask = c->has_mask ? d_mask : NULL;
+    db.workspace = d_ws;
+    db.workspace_bytes = ws;
+
+    /* gate */
+    out_poison(&dev, &h.sz, 1);
+    out_buffers(&dev, &db, 1);
+    moeroute_status st = moeroute_cuda_gate(p, &db, NULL);
+    if (st != MOEROUTE_OK) FAIL("cuda gate: %s", moeroute_last_error());
+    CK(cudaDeviceSynchronize());
+    out_download(&gpu_h, &dev, &h.sz);
+    int32_t* gate_ids = (int32_t*)malloc((size_t)(n + 1) * 4);
+    float* gate_w = (float*)malloc((size_t)(n + 1) * 4);
+    memcpy(gate_ids, gpu_h.topk_ids, (size_t)(n + 1) * 4);
+    memcpy(gate_w, gpu_h.topk_weights, (size_t)(n + 1) * 4);
+    for (int64_t t = 0; t < T; ++t) {
+      const int32_t* a = gate_ids + t * k;
+      const int32_t* b = cpu.topk_ids + t * k;
+      if (memcmp(a, b, (size_t)k * 4) != 0) {
+        if (near_tie_ok(c, &h, t, a, b)) {
+          g_ties++;
+          continue;
+        }
+        FAIL("gate ids row %lld: gpu %d %d %d.. cpu %d %d %d..", (long long)t, a[0], k > 1 ? a[1] : -1,
+             k > 2 ? a[2] : -1, b[0], k > 1 ? b[1] : -1, k > 2 ? b[2] : -1);
+        break;
+      }
+      int bad = 0;
+      for (int j = 0; j < k; ++j) {
+        const float x = gate_w[t * k + j], y = cpu.topk_weights[t * k + j];
+        if (!(fabsf(x - y) <= 1e-5f * fmaxf(fabsf(y), 1e-30f)) && !(x == 0 && y == 0)) bad = 1;
+      }
+      if (bad) {
+        FAIL("gate weights row %lld: gpu %.9g cpu %.9g", (long long)t, gate_w[t * k], cpu.topk_weights[t * k]);
+        break;
+      }
+    }
+    if (((uint32_t*)gate_ids)[n] != 0xA5A5A5A5u) FAIL("gate wrote past topk_ids");
+
+    /* CPU sort of the GPU's top-k: what route must produce */
+    moeroute_buffers sb;
+    moeroute_buffers_init(&sb);
+    sb.topk_ids = gate_ids;
+    sb.topk_weights = gate_w;
+    sb.expert_mask = hb.expert_mask;
+    sb.moe_buf = hb.moe_buf;
+    sb.workspace = cw;
+    sb.workspace_bytes = cws + 64;
+    out_poison(&cpu2, &h.sz, 0);
+    out_buffers(&cpu2, &sb, 0);
+    sb.topk_ids = gate_ids;
+    sb.topk_weights = gate_w;
+    if (moeroute_cpu_sort(p, &sb) != MOEROUTE_OK) FAIL("cpu sort: %s", moeroute_last_error());
+
+    /* route, twice */
+    for (int rep = 0; rep < 2; ++rep) {
+      out_poison(&dev, &h.sz, 1);
+      CK(cudaMemset(d_moe, 0x5A, mbytes + 64));
+      out_buffers(&dev, &db, c->route_topk);
+      db.moe_buf = mbytes ? d_moe + c->moe_off : NULL;
+      st = moeroute_cuda_route(p, &db, NULL); /* moe_buf: [moe_off, moe_off + bytes) of bytes + 64 */
+      if (st != MOEROUTE_OK) {
+        FAIL("cuda route: %s", moeroute_last_error());
+        break;
+      }
+      CK(cudaDeviceSynchronize());
+      out_download(&gpu_h, &dev, &h.sz);
+      if (c->route_topk) {
+        if (memcmp(gpu_h.topk_ids, gate_ids, (size_t)(n + 1) * 4) ||
+            memcmp(gpu_h.topk_weights, gate_w, (size_t)(n + 1) * 4))
+          FAIL("route top-k differs from the gate kernel's (rep %d)", rep);
+      }
+      const char* diff = out_cmp_sorted(&gpu_h, &cpu2, &h.sz);
+      if (diff) FAIL("route (rep %d): %s", rep, diff);
+      CK(cudaMemcpy(hm, d_moe, mbytes + 64, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < mbytes + 64; ++i) {
+        const int inside = mbytes && i >= (size_t)c->moe_off && i < (size_t)c->moe_off + mbytes;
+        if (hm[i] != (inside ? 0 : 0x5A)) {
+          FAIL("route moe_buf byte %zu of %zu (off %d) = 0x%02x", i, mbytes, c->moe_off, hm[i]);
+          break;
+        }
+      }
+      if (diff) break;
+    }
+
+    /* sort from the CPU's top-k, maybe corrupted */
+    int32_t* sids = (int32_t*)malloc((size_t)(n + 1) * 4);
+    memcpy(sids, cpu.topk_ids, (size_t)(n + 1) * 4);
+    if (c->sort_corrupt) {
+      for (int64_t i = 0; i < n; ++i) {
+        const double u = urand();
+        if (u < 0.05) sids[i] = -1 - irand(3);
+        else if (u < 0.08) sids[i] = (int32_t)E + irand(5);
+        else if (u < 0.15 && i % k) sids[i] = sids[i - 1]; /* duplicate in the row */
+        else if (u < 0.17) sids[i] = (int32_t)0x7fffffff;
+      }
+    }
+    int32_t* d_sids;
+    float* d_sw;
+    CK(cudaMalloc((void**)&d_sids, (size_t)(n + 1) * 4));
+    CK(cudaMalloc((void**)&d_sw, (size_t)(n + 1) * 4));
+    CK(cudaMemcpy(d_sids, sids, (size_t)(n + 1) * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_sw, cpu.topk_weights, (size_t)(n + 1) * 4, cudaMemcpyHostToDevice));
+    sb.topk_ids = sids;
+    sb.topk_weights = cpu.topk_weights;
+    out_poison(&cpu2, &h.sz, 0);
+    out_buffers(&cpu2, &sb, 0);
+    sb.topk_ids = sids;
+    sb.topk_weights = cpu.topk_weights;
+    if (moeroute_cpu_sort(p, &sb) != MOEROUTE_OK) FAIL("cpu sort 2: %s", moeroute_last_error());
+    out_poison(&dev, &h.sz, 1);
+    CK(cudaMemset(d_moe, 0x5A, mbytes + 64));
+    out_buffers(&dev, &db, 0);
+    db.topk_ids = d_sids;
+    db.topk_weights = d_sw;
+    db.moe_buf = mbytes ? d_moe + c->moe_off : NULL;
+    st = moeroute_cuda_sort(p, &db, NULL);
+    if (st != MOEROUTE_OK) {
+      FAIL("cuda sort: %s", moeroute_last_error());
+    } else {
+      CK(cudaDeviceSynchronize());
+      out_download(&gpu_h, &dev, &h.sz);
+      const char* diff = out_cmp_sorted(&gpu_h, &cpu2, &h.sz);
+      if (diff) FAIL("sort: %s", diff);
+      CK(cudaMemcpy(hm, d_moe, mbytes + 64, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < mbytes + 64; ++i) {
+        const int inside = mbytes && i >= (size_t)c->moe_off && i < (size_t)c->moe_off + mbytes;
+        if (hm[i] != (inside ? 0 : 0x5A)) {
+          FAIL("sort moe_buf byte %zu", i);
+          break;
+        }
+      }
+    }
+    CK(cudaGetLastError());
+    free(sids);
+    free(gate_ids);
+    free(gate_w);
+    free(hm);
+    cudaFree(d_sids);
+    cudaFree(d_sw);
+    cudaFree(d_moe);
+    if (d_ws) cudaFree(d_ws);
+  }
+done:
+  out_free(&cpu, 0);
+  out_free(&cpu2, 0);
+  out_free(&gpu_h, 0);
+  out_free(&dev, 1);
+  free(cw);
+  free(host_moe);
+  cudaFree(d_logits_base);
+  cudaFree(d_bias);
+  cudaFree(d_mask);
+  free(h.logits);
+  free(h.bias);
+  free(h.mask);
+  memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
+}
+
+/* ---- timing ----------------------------------------------------------------------------------- */
+
+typedef struct Shape {
+  const char* name;
+  int E, k;
+  moeroute_score score;
+  int renorm, bias, G, tg;
+  moeroute_group_score gs;
+  float scale;
+  int hidden;
+  moeroute_dtype dt;
+} Shape;
+
+static const Shape shapes[] = {
+    {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, 7168,
+     MOEROUTE_DTYPE_BF16},
+    {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, 2880,
+     MOEROUTE_DTYPE_BF16},
+    {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, 7168,
+     MOEROUTE_DTYPE_FP32},
+    {"kimi-k2", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.827f, 7168,
+     MOEROUTE_DTYPE_FP32},
+    {"qwen3-next", 512, 10, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, 2048,
+     MOEROUTE_DTYPE_BF16},
+};
+
+typedef enum { V_FUSED, V_CHAIN, V_GATE, V_SORT, V_FLOOR } Variant;
+
+/* Keeps every SM busy for ns nanoseconds: the GPU idles at a low clock (420 MHz
+ * seen before the first run) and needs sustained load to boost. */
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+static void spin(double ms) {
+  spin_kernel<<<132 * 2, 128>>>((unsigned long long)(ms * 1e6));
+  CK(cudaDeviceSynchronize());
+}
+/* The floor: a one-block kernel that reads and writes one line (benchmarking.md). */
+__global__ void floor_kernel(int* p) {
+  if (threadIdx.x < 32) p[threadIdx.x + 32] = p[threadIdx.x] + 1;
+}
+static int* g_floor_buf;
+
+/* kernel metric: 50 calls in one graph; median over 9 replays of (replay time / 50) */
+static double time_variant(const moeroute_params* p, const moeroute_buffers* b, Variant v, cudaStream_t s) {
+  const int calls = 50, reps = 15;
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < calls; ++i) {
+    moeroute_status st = MOEROUTE_OK;
+    if (v == V_FUSED) st = moeroute_cuda_route(p, b, s);
+    if (v == V_CHAIN || v == V_GATE) st = moeroute_cuda_gate(p, b, s);
+    if ((v == V_CHAIN || v == V_SORT) && st == MOEROUTE_OK) st = moeroute_cuda_sort(p, b, s);
+    if (v == V_FLOOR) floor_kernel<<<1, 32, 0, s>>>(g_floor_buf);
+    if (st != MOEROUTE_OK) {
+      printf("timing call failed: %s\n", moeroute_last_error());
+      exit(2);
+    }
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ge, s));
+  double ts[32];
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(e0, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts[r] = ms * 1000.0 / calls;
+  }
+  for (int i = 0; i < reps; ++i)
+    for (int j = i + 1; j < reps; ++j)
+      if (ts[j] < ts[i]) {
+        double x = ts[i];
+        ts[i] = ts[j];
+        ts[j] = x;
+      }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return ts[reps / 2];
+}
+
+typedef struct Row {
+  char name[24];
+  int T;
+  double fused, chain, gate, sort, c1, c2, c4, c8, floor, r[4];
+  int wrong;
+} Row;
+
+static int run_timing(const Shape* sh, int T, Row* row, int variants) {
+  moeroute_params p;
+  moeroute_params_init(&p);
+  p.num_tokens = T;
+  p.num_experts = sh->E;
+  p.top_k = sh->k;
+  p.unit_size = 32;
+  p.logits_dtype = sh->dt;
+  p.score = sh->score;
+  p.renormalize = sh->renorm;
+  p.scale = sh->scale;
+  p.num_groups = sh->G;
+  p.topk_groups = sh->tg;
+  p.group_score = sh->gs;
+  p.layouts = MOEROUTE_LAYOUT_CK;
+  p.moe_buf_bytes = (size_t)T * sh->hidden * 2;
+  Case c;
+  memset(&c, 0, sizeof c);
+  c.p = p;
+  c.has_bias = sh->bias;
+  Host h;
+  gen_inputs(&c, &h);
+  moeroute_sizes sz = h.sz;
+  Out dev, gh, ch;
+  out_alloc(&dev, &sz, 1);
+  out_alloc(&gh, &sz, 0);
+  out_alloc(&ch, &sz, 0);
+  void *d_logits, *d_ws = NULL, *d_moe;
+  float* d_bias;
+  CK(cudaMalloc(&d_logits, h.logit_bytes));
+  CK(cudaMemcpy(d_logits, h.logits, h.logit_bytes, cudaMemcpyHostToDevice));
+  CK(cudaMalloc((void**)&d_bias, (size_t)sh->E * 4));
+  CK(cudaMemcpy(d_bias, h.bias, (size_t)sh->E * 4, cudaMemcpyHostToDevice));
+  CK(cudaMalloc(&d_moe, p.moe_buf_bytes + 16));
+  size_t ws = 0, ws2 = 0;
+  moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, &p, &ws);
+  moeroute_cuda_workspace_size(MOEROUTE_OP_SORT, &p, &ws2);
+  if (ws2 > ws) ws = ws2;
+  if (ws) CK(cudaMalloc(&d_ws, ws));
+  moeroute_buffers b;
+  moeroute_buffers_init(&b);
+  b.logits = d_logits;
+  b.bias = sh->bias ? d_bias : NULL;
+  b.workspace = d_ws;
+  b.workspace_bytes = ws;
+  b.moe_buf = d_moe;
+  out_buffers(&dev, &b, 1);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  /* warm: the first calls load modules outside the capture */
+  moeroute_cuda_route(&p, &b, s);
+  moeroute_cuda_gate(&p, &b, s);
+  moeroute_cuda_sort(&p, &b, s);
+  CK(cudaStreamSynchronize(s));
+
+  memset(row, 0, sizeof *row);
+  snprintf(row->name, sizeof row->name, "%s", sh->name);
+  row->T = T;
+  spin(40);
+  row->floor = time_variant(&p, &b, V_FLOOR, s);
+  row->chain = time_variant(&p, &b, V_CHAIN, s);
+  row->gate = time_variant(&p, &b, V_GATE, s);
+  row->sort = time_variant(&p, &b, V_SORT, s);
+  if (variants && (int64_t)T * sh->k <= 1024) {
+    double* cv[4] = {&row->c1, &row->c2, &row->c4, &row->c8};
+    const int cs[4] = {1, 2, 4, 8};
+    for (int i = 0; i < 4; ++i) {
+      mr_cuda_tune.fused_cluster = cs[i];
+      *cv[i] = time_variant(&p, &b, V_FUSED, s);
+    }
+    mr_cuda_tune.fused_cluster = 0;
+    const int rs[4] = {1, 2, 4, 8};
+    for (int i = 0; i < 4; ++i) {
+      mr_cuda_tune.small_sort_ctas = rs[i];
+      row->r[i] = time_variant(&p, &b, V_SORT, s);
+    }
+    mr_cuda_tune.small_sort_ctas = 0;
+  }
+  out_poison(&dev, &sz, 1);
+  row->fused = time_variant(&p, &b, V_FUSED, s); /* last: its outputs are checked */
+  CK(cudaStreamSynchronize(s));
+  out_download(&gh, &dev, &sz);
+  /* verify: CPU route */
+  size_t cws = 0;
+  moeroute_cpu_workspace_size(MOEROUTE_OP_ROUTE, &p, &cws);
+  void* cw = malloc(cws);
+  moeroute_buffers hb;
+  moeroute_buffers_init(&hb);
+  void* host_moe = malloc(p.moe_buf_bytes + 1);
+  hb.moe_buf = host_moe;
+  hb.logits = h.logits;
+  hb.bias = sh->bias ? h.bias : NULL;
+  hb.workspace = cw;
+  hb.workspace_bytes = cws;
+  out_poison(&ch, &sz, 0);
+  out_buffers(&ch, &hb, 1);
+  if (moeroute_cpu_route(&p, &hb) != MOEROUTE_OK) printf("cpu route (timing): %s\n", moeroute_last_error());
+  /* the replays overwrite the same outputs; compare the valid range */
+  const int32_t total = ch.num_valid_ids[0];
+  row->wrong = gh.num_valid_ids[0] != total || memcmp(gh.topk_ids, ch.topk_ids, (size_t)T * sh->k * 4) != 0 ||
+               memcmp(gh.sorted_ids, ch.sorted_ids, (size_t)total * 4) != 0 ||
+               memcmp(gh.sorted_expert_ids, ch.sorted_expert_ids, (size_t)(total / 32) * 4) != 0;
+  for (int64_t i = 0; i < (int64_t)T * sh->k; ++i)
+    if (!(fabsf(gh.topk_weights[i] - ch.topk_weights[i]) <= 1e-5f * fabsf(ch.topk_weights[i]) + 1e-30f))
+      row->wrong = 1;
+  free(cw);
+  free(host_moe);
+  out_free(&dev, 1);
+  out_free(&gh, 0);
+  out_free(&ch, 0);
+  cudaFree(d_logits);
+  cudaFree(d_bias);
+  cudaFree(d_moe);
+  if (d_ws) cudaFree(d_ws);
+  cudaStreamDestroy(s);
+  free(h.logits);
+  free(h.bias);
+  free(h.mask);
+  return row->wrong;
+}
+
+int main(int argc, char** argv) {
+  int configs = 400, do_time = 1, do_check = 1;
+  uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--configs") && i + 1 < argc) configs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(argv[i], "--no-time")) do_time = 0;
+    else if (!strcmp(argv[i], "--no-check")) do_check = 0;
+    else if (!strcmp(argv[i], "-v")) g_verbose = 1;
+    else {
+      fprintf(stderr, "usage: cuda_check [--configs N] [--seed S] [--no-time] [--no-check] [-v]\n");
+      return 2;
+    }
+  }
+  g_rng ^= seed * 0x2545F4914F6CDD1Dull;
+  if (moeroute_cuda_device_count() < 1) {
+    printf("no CUDA device\n");
+    return 77;
+  }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("device: %s, %d SMs; moeroute %s (%s)\n", prop.name, prop.multiProcessorCount, moeroute_version_string(),
+         moeroute_build_info());
+
+  if (do_check) {
+    for (int i = 0; i < configs; ++i) {
+      Case c;
+      gen_case(&c);
+      if (g_verbose)
+        printf("case %d: E=%d k=%d T=%lld\n", i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens);
+      run_case(&c);
+      fflush(stdout);
+    }
+    printf("check: %ld cases, %ld failures, %ld near-tie rows\n", g_cases, g_fail, g_ties);
+  }
+  if (do_time) {
+    Row rows[64];
+    int nr = 0, wrong = 0;
+    CK(cudaMalloc((void**)&g_floor_buf, 256));
+    CK(cudaMemset(g_floor_buf, 0, 256));
+    spin(400);
+    const int Ts[] = {1, 4, 8, 16};
+    for (int s = 0; s < (int)(sizeof shapes / sizeof *shapes); ++s)
+      for (int i = 0; i < 4; ++i) wrong += run_timing(&shapes[s], Ts[i], &rows[nr++], 1);
+    const int bigT[] = {64, 1024, 16384, 65536};
+    for (int i = 0; i < 4; ++i) wrong += run_timing(&shapes[0], bigT[i], &rows[nr++], 0);
+    printf("\none-launch sort alone with R routing CTAs (us): R=1 R=2 R=4 R=8\n");
+    for (int i = 0; i < nr; ++i)
+      if (rows[i].r[0] > 0)
+        printf("%-20s %6d %7.2f %7.2f %7.2f %7.2f\n", rows[i].name, rows[i].T, rows[i].r[0], rows[i].r[1],
+               rows[i].r[2], rows[i].r[3]);
+    printf("\nkernel metric, us per call (50 calls in one graph / 50, median of 15), H200, U=32, CK layout\n");
+    printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %6s %5s\n", "shape", "T", "fused", "chain", "x", "gate",
+           "sort", "C=1", "C=2", "C=4", "C=8", "floor", "wrong");
+    for (int i = 0; i < nr; ++i) {
+      const Row* r = &rows[i];
+      printf("%-20s %6d %8.2f %8.2f %6.2f %8.2f %8.2f %7.2f %7.2f %7.2f %7.2f %6.2f %5d\n", r->name, r->T, r->fused,
+             r->chain, r->chain / r->fused, r->gate, r->sort, r->c1, r->c2, r->c4, r->c8, r->floor, r->wrong);
+    }
+    if (wrong) g_fail++;
+  }
+  return g_fail ? 1 : 0;
+}

@@ -1,0 +1,172 @@
+/*
+ * stamp_lab.cu - where the time goes inside one routing launch (lab file).
+ *
+ * Compiles the library's CUDA sources with MR_STAMP defined: thread 0 of CTA 0
+ * records clock64 at each phase marker (markers are empty in the library).
+ * For each shape it runs route (fused), gate and sort one call at a time and
+ * prints the median cycles between consecutive markers, plus the in-kernel span
+ * (globaltimer, first to last marker) next to the kernel metric of the same call.
+ *
+ * Markers (fused):  0 entry | 1 mask cleared + arrive | 2 first token gated |
+ *                   3 cluster wait #1 | 4 pushes done | 5 cluster barrier #2 |
+ *                   6 block scan barrier | 7 emitted
+ *           (sort): 0 entry | 1 table cleared | 5 table built | 6 scan | 7 emitted
+ *           (gate): 0 entry | 2 row gated | 7 stored
+ *
+ * Build (after cmake --build build-cuda, which provides the C parts):
+ *   nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common \
+ *        dev/stamp_lab.cu build-cuda/libmoeroute.a -o build-cuda/stamp_lab
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+__device__ unsigned long long mr_lab_clock[8];
+__device__ unsigned long long mr_lab_time[8];
+__device__ __forceinline__ void mr_lab_stamp(int slot) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    unsigned long long c, t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    mr_lab_clock[slot] = c;
+    mr_lab_time[slot] = t;
+  }
+}
+#define MR_STAMP(slot) mr_lab_stamp(slot)
+
+#include "../src/cuda/entry.cu"
+#include "../src/cuda/fused.cu"
+#include "../src/cuda/gate.cu"
+#include "../src/cuda/sort.cu"
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));         \
+      exit(2);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+typedef struct Shape {
+  const char* name;
+  int E, k;
+  moeroute_score score;
+  int bias, G, tg;
+  float scale;
+  int hidden;
+  moeroute_dtype dt;
+  int T;
+} Shape;
+
+static int cmp_u64(const void* a, const void* b) {
+  const unsigned long long x = *(const unsigned long long*)a, y = *(const unsigned long long*)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(void) {
+  static const Shape shapes[] = {
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 1},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 16},
+      {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 1},
+      {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 16},
+      {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32, 16},
+  };
+  const char* ops[3] = {"route", "gate", "sort"};
+  printf("cycles between markers (median of 21 single calls), thread 0 of CTA 0; span = globaltimer ns 0..7\n");
+  printf("%-20s %3s %-5s %7s %7s %7s %7s %7s %7s %7s %8s\n", "shape", "T", "op", "0-1", "1-2", "2-3", "3-4", "4-5",
+         "5-6", "6-7", "span ns");
+  for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s) {
+    const Shape* sh = &shapes[s];
+    moeroute_params p;
+    moeroute_params_init(&p);
+    p.num_tokens = sh->T;
+    p.num_experts = sh->E;
+    p.top_k = sh->k;
+    p.logits_dtype = sh->dt;
+    p.score = sh->score;
+    p.scale = sh->scale;
+    p.num_groups = sh->G;
+    p.topk_groups = sh->tg;
+    p.layouts = MOEROUTE_LAYOUT_CK;
+    p.moe_buf_bytes = (size_t)sh->T * sh->hidden * 2;
+    moeroute_sizes sz;
+    sz.struct_size = sizeof sz;
+    moeroute_get_sizes(&p, &sz);
+    const size_t es = sh->dt == MOEROUTE_DTYPE_FP32 ? 4 : 2;
+    const size_t lb = (size_t)sh->T * sh->E * es;
+    unsigned char* hl = (unsigned char*)malloc(lb);
+    for (size_t i = 0; i < lb / es; ++i) {
+      const float f = (float)(rand() % 4000) / 1000.0f - 2.0f;
+      if (es == 4)
+        ((float*)hl)[i] = f;
+      else
+        ((uint16_t*)hl)[i] = sh->dt == MOEROUTE_DTYPE_BF16 ? mr_float_to_bf16(f) : mr_float_to_fp16(f);
+    }
+    float* hb = (float*)malloc((size_t)sh->E * 4);
+    for (int e = 0; e < sh->E; ++e) hb[e] = (float)(rand() % 200) / 1000.0f - 0.1f;
+    void *dl, *db, *dm, *d[8];
+    CK(cudaMalloc(&dl, lb));
+    CK(cudaMemcpy(dl, hl, lb, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&db, (size_t)sh->E * 4));
+    CK(cudaMemcpy(db, hb, (size_t)sh->E * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&dm, p.moe_buf_bytes + 16));
+    const size_t n[6] = {(size_t)sz.topk_len, (size_t)sz.topk_len, (size_t)sz.ck_sorted_len,
+                         (size_t)sz.ck_sorted_len, (size_t)sz.ck_blocks_len, 2};
+    for (int i = 0; i < 6; ++i) CK(cudaMalloc(&d[i], n[i] * 4 + 4));
+    moeroute_buffers b;
+    moeroute_buffers_init(&b);
+    b.logits = dl;
+    b.bias = sh->bias ? (const float*)db : NULL;
+    b.topk_ids = (int32_t*)d[0];
+    b.topk_weights = (float*)d[1];
+    b.sorted_ids = (int32_t*)d[2];
+    b.sorted_weights = (float*)d[3];
+    b.sorted_expert_ids = (int32_t*)d[4];
+    b.num_valid_ids = (int32_t*)d[5];
+    b.moe_buf = dm;
+    for (int op = 0; op < 3; ++op) {
+      unsigned long long delta[7][21], span[21];
+      for (int r = 0; r < 21; ++r) {
+        unsigned long long z[8] = {0};
+        CK(cudaMemcpyToSymbol(mr_lab_clock, z, sizeof z));
+        CK(cudaMemcpyToSymbol(mr_lab_time, z, sizeof z));
+        moeroute_status st = op == 0 ? moeroute_cuda_route(&p, &b, NULL)
+                             : op == 1 ? moeroute_cuda_gate(&p, &b, NULL)
+                                       : moeroute_cuda_sort(&p, &b, NULL);
+        if (st != MOEROUTE_OK) {
+          printf("%s: %s\n", ops[op], moeroute_last_error());
+          return 1;
+        }
+        CK(cudaDeviceSynchronize());
+        unsigned long long c[8], t[8];
+        CK(cudaMemcpyFromSymbol(c, mr_lab_clock, sizeof c));
+        CK(cudaMemcpyFromSymbol(t, mr_lab_time, sizeof t));
+        unsigned long long prev = c[0];
+        for (int i = 1; i < 8; ++i) {
+          delta[i - 1][r] = c[i] ? c[i] - prev : 0;
+          if (c[i]) prev = c[i];
+        }
+        span[r] = t[7] - t[0];
+      }
+      printf("%-20s %3d %-5s", sh->name, sh->T, ops[op]);
+      for (int i = 0; i < 7; ++i) {
+        qsort(delta[i], 21, sizeof(unsigned long long), cmp_u64);
+        printf(" %7llu", delta[i][10]);
+      }
+      qsort(span, 21, sizeof(unsigned long long), cmp_u64);
+      printf(" %8llu\n", span[10]);
+    }
+    free(hl);
+    free(hb);
+    cudaFree(dl);
+    cudaFree(db);
+    cudaFree(dm);
+    for (int i = 0; i < 6; ++i) cudaFree(d[i]);
+  }
+  return 0;
+}

@@ -1,0 +1,295 @@
+/*
+ * common.cuh - what the CUDA sources share: the compile-time specialisation
+ * list, order-preserving keys, warp helpers, cluster (DSMEM) helpers, the
+ * moe_buf clear, kernel argument structs and the internal host interface
+ * between the .cu files.
+ *
+ * CUDA C: the C subset plus templates for compile-time constants.
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef MOEROUTE_CUDA_COMMON_CUH
+#define MOEROUTE_CUDA_COMMON_CUH
+
+#include <cuda_runtime.h>
+#include <float.h>
+#include <stdint.h>
+
+#include "common/internal.h"
+
+#define MR_FULL_MASK 0xffffffffu
+#define MR_WARP 32
+
+/* ---- The one list of compile-time specialisations -------------------------
+ *
+ * Gating keeps a token's row in the registers of one warp: each lane holds
+ * EPL ("experts per lane") logits. EPL is a template constant (register arrays
+ * need a compile-time size), bucketed so that every E in 1..1024 has a kernel:
+ *
+ *   EPL  4 : E <=  128      EPL 16 : E <=  512
+ *   EPL  8 : E <=  256      EPL 32 : E <= 1024
+ *
+ * The logits dtype is the other template constant (it fixes the load width:
+ * 16-byte loads hold 8 bf16/fp16 or 4 fp32). Everything else (score, bias,
+ * groups, k, U, layouts, mask) is a run-time argument: those branches are
+ * warp-uniform and cheap next to the loads.
+ *
+ * 4 buckets x 3 dtypes = 12 instantiations per gating kernel (the gate kernel
+ * and the fused route kernel). Sorting kernels are not templated.
+ * mr_cuda_epl_bucket() is read both by the dispatch and by
+ * moeroute_cuda_supports(), so the two can never disagree. */
+#define MR_EPL_MAX 32
+static inline int mr_cuda_epl_bucket(int32_t num_experts) {
+  if (num_experts < 1) return 0;
+  if (num_experts <= 128) return 4;
+  if (num_experts <= 256) return 8;
+  if (num_experts <= 512) return 16;
+  if (num_experts <= 1024) return 32;
+  return 0; /* no kernel: NOT_SUPPORTED */
+}
+static inline int mr_cuda_dtype_supported(moeroute_dtype dt) {
+  return dt == MOEROUTE_DTYPE_FP32 || dt == MOEROUTE_DTYPE_BF16 || dt == MOEROUTE_DTYPE_FP16;
+}
+
+/* Expands X(DT, EPL) over the list above, for a switch in the launchers. */
+#define MR_FOR_EACH_GATE_SPEC(X)                                                           \
+  X(MOEROUTE_DTYPE_FP32, 4) X(MOEROUTE_DTYPE_FP32, 8) X(MOEROUTE_DTYPE_FP32, 16)           \
+  X(MOEROUTE_DTYPE_FP32, 32) X(MOEROUTE_DTYPE_BF16, 4) X(MOEROUTE_DTYPE_BF16, 8)           \
+  X(MOEROUTE_DTYPE_BF16, 16) X(MOEROUTE_DTYPE_BF16, 32) X(MOEROUTE_DTYPE_FP16, 4)          \
+  X(MOEROUTE_DTYPE_FP16, 8) X(MOEROUTE_DTYPE_FP16, 16) X(MOEROUTE_DTYPE_FP16, 32)
+
+/* ---- order-preserving keys -------------------------------------------------
+ *
+ * Selection compares fp32 keys. Mapping a float to a uint32 whose unsigned
+ * order is the float order lets a warp pick its maximum with one
+ * __reduce_max_sync (a single REDUX instruction on sm_80+) instead of a
+ * five-step shuffle tree. -0 is folded onto +0 first: as floats they are
+ * equal (a tie, resolved by the lower index), as bit patterns they are not.
+ * Every real key maps to >= mr_ord32(-inf) = 0x007fffff; 0 is reserved for
+ * "no candidate" (padding lanes, experts already picked). */
+#define MR_ORD_NEG_INF 0x007fffffu
+
+__device__ __forceinline__ uint32_t mr_ord32(float f) {
+  uint32_t b = __float_as_uint(f);
+  b = b == 0x80000000u ? 0u : b;
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ __forceinline__ float mr_unord32(uint32_t u) {
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7fffffffu) : ~u);
+}
+
+/* Same map for raw 16-bit floats (bf16, fp16): the bit patterns of a 16-bit
+ * float are ordered like an fp32's. Caller folds NaN onto -inf and -0 onto +0. */
+__device__ __forceinline__ uint32_t mr_ord16(uint32_t h) {
+  return (h & 0x8000u) ? (~h & 0xffffu) : (h | 0x8000u);
+}
+__device__ __forceinline__ uint32_t mr_unord16(uint32_t o) {
+  return (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu);
+}
+
+/* ---- lab hook ---------------------------------------------------------------
+ * Phase markers for dev/stamp_lab.cu, which includes these sources with its own
+ * definition (a clock64 stamp per phase). Empty in the library. */
+#ifndef MR_STAMP
+#define MR_STAMP(slot) ((void)0)
+#endif
+
+/* ---- warp helpers ------------------------------------------------------------ */
+
+__device__ __forceinline__ uint32_t mr_lane_id(void) {
+  uint32_t r;
+  asm("mov.u32 %0, %%laneid;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t mr_lanemask_lt(void) {
+  uint32_t r;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(r));
+  return r;
+}
+/* Inclusive prefix sum over the warp (all 32 lanes must call). */
+__device__ __forceinline__ uint32_t mr_warp_incl_scan(uint32_t v, uint32_t lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    uint32_t o = __shfl_up_sync(MR_FULL_MASK, v, off);
+    v += lane >= (uint32_t)off ? o : 0u;
+  }
+  return v;
+}
+__device__ __forceinline__ uint64_t mr_warp_incl_scan64(uint64_t v, uint32_t lane) {
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    uint64_t o = __shfl_up_sync(MR_FULL_MASK, v, off);
+    v += lane >= (uint32_t)off ? o : 0ull;
+  }
+  return v;
+}
+
+/* ---- thread-block clusters (sm_90) --------------------------------------------
+ *
+ * The fused kernel gates tokens on several SMs and collects the results in
+ * every CTA's shared memory (distributed shared memory, DSMEM). Written as
+ * inline PTX to stay in CUDA C (cooperative_groups is C++ classes). Launched
+ * without a cluster attribute, every CTA is a cluster of one and these still
+ * work: rank 0 of 1, the barrier is a CTA barrier. */
+__device__ __forceinline__ uint32_t mr_cluster_rank(void) {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ uint32_t mr_cluster_size(void) {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
+  return r;
+}
+/* Shared-memory address of the same variable in CTA `rank` of the cluster. */
+__device__ __forceinline__ uint32_t mr_dsmem_addr(const void* local_smem, uint32_t rank) {
+  uint32_t a = (uint32_t)__cvta_generic_to_shared(local_smem), r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mr_dsmem_or(uint32_t addr, uint32_t v) {
+  asm volatile("red.relaxed.cluster.shared::cluster.or.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ void mr_dsmem_store_f32(uint32_t addr, float v) {
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
+}
+/* Split cluster barrier: arrive has release semantics (this thread's earlier
+ * writes, local or remote, are visible to every thread of the cluster that
+ * returns from the matching wait), wait has acquire semantics. */
+__device__ __forceinline__ void mr_cluster_arrive(void) {
+  asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+}
+__device__ __forceinline__ void mr_cluster_wait(void) {
+  asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+}
+
+/* ---- moe_buf clear ----------------------------------------------------------
+ *
+ * Zero n bytes at p (any alignment, any size) with 16-byte stores for the
+ * aligned body; `part` of `parts` threads, grid-stride. Called by CTAs that do
+ * no routing, so the clear runs beside the routing work instead of after it. */
+__device__ __forceinline__ void mr_clear_bytes(unsigned char* p, size_t n, size_t part, size_t parts) {
+  if (n == 0) return;
+  size_t head = (size_t)((16u - ((uintptr_t)p & 15u)) & 15u);
+  if (head > n) head = n;
+  const size_t body = (n - head) / 16;
+  const size_t tail = n - head - body * 16;
+  uint4* q = (uint4*)(p + head);
+  const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+  for (size_t i = part; i < body; i += parts) q[i] = z;
+  if (part < head) p[part] = 0;
+  if (part < tail) p[head + body * 16 + part] = 0;
+}
+
+/* ---- kernel arguments ------------------------------------------------------- */
+
+/* Everything gating needs for one row, precomputed on the host. */
+typedef struct mr_gate_args {
+  const void* logits;
+  int64_t row_stride;       /* elements */
+  int64_t num_tokens;
+  const float* bias;        /* NULL = none */
+  int32_t num_experts;
+  int32_t top_k;
+  int32_t score;            /* moeroute_score */
+  int32_t renormalize;
+  float scale;
+  int32_t grouped;          /* num_groups > 1 && topk_groups < num_groups (as the CPU backend) */
+  int32_t num_groups;
+  int32_t topk_groups;
+  int32_t group_score;      /* moeroute_group_score */
+  int32_t group_size;       /* E / G */
+  uint32_t group_magic;     /* ceil(2^22 / group_size): g = (e * magic) >> 22 for e < 1024 */
+  int32_t group_lanes;      /* lanes per group when G <= 16 (power of two), else 1 */
+  int32_t group_lanes_shift; /* log2(group_lanes) */
+  int32_t packed;           /* 16-bit logits, softmax, no bias: 32-bit keys carry the index */
+} mr_gate_args;
+
+/* The outputs of the sorting step (either layout may be off: NULL pointers). */
+typedef struct mr_sort_out {
+  int32_t* sorted_ids;        /* CK */
+  float* sorted_weights;      /* CK, optional */
+  int32_t* sorted_expert_ids; /* CK */
+  int32_t* num_valid_ids;     /* CK */
+  int32_t* sorted_token_ids;  /* vLLM */
+  int32_t* expert_ids;        /* vLLM */
+  int32_t* num_tokens_post_pad; /* vLLM */
+  const int32_t* expert_mask; /* NULL = all enabled; non-zero = enabled (design.md 7) */
+  int64_t num_tokens;
+  int32_t num_experts;
+  int32_t top_k;
+  int32_t unit_size;
+  unsigned char* moe_buf;
+  size_t moe_buf_bytes;
+} mr_sort_out;
+
+/* ---- internal host interface between the .cu files ----------------------------- */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Tuning knobs, read by the dispatch (defaults 0 = automatic). Only the lab
+ * (dev/) changes them; not part of the public API. */
+typedef struct mr_cuda_tuning {
+  int fused_cluster;     /* CTAs that gate in the fused kernel: 1, 2, 4, 8 */
+  int small_sort_ctas;   /* CTAs of the one-launch sort: 1..16 */
+  int force_general;     /* 1: route/sort always take the multi-kernel path */
+} mr_cuda_tuning;
+extern mr_cuda_tuning mr_cuda_tune;
+
+/* Where the last failing launch was issued (file:line), for the message. */
+void mr_cuda_note_where(const char* file, int line);
+#define MR_TRY(expr)                              \
+  do {                                            \
+    cudaError_t e_ = (expr);                      \
+    if (e_ != cudaSuccess) {                      \
+      mr_cuda_note_where(__FILE__, __LINE__);     \
+      return e_;                                  \
+    }                                             \
+  } while (0)
+
+/* Multiprocessor count of the current device (cached per device). */
+int mr_cuda_sm_count(void);
+/* How many clear CTAs of `threads` threads a moe_buf of `bytes` gets. */
+int mr_cuda_clear_ctas(size_t bytes, int threads);
+
+/* Build the gating arguments for cfg. */
+void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a);
+void mr_cuda_sort_out_init(const mr_config* cfg, const moeroute_buffers* b, mr_sort_out* o);
+
+/* gate.cu: topk of every row, one warp per row. */
+cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids, float* topk_weights,
+                                cudaStream_t stream);
+
+/* sort.cu: the one-launch sort for small T*k, and the general multi-kernel sort. */
+int mr_cuda_small_sort_fits(const mr_config* cfg);
+cudaError_t mr_cuda_launch_small_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                      const float* topk_weights, cudaStream_t stream);
+size_t mr_cuda_general_sort_workspace(const mr_config* cfg);
+cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                        const float* topk_weights, void* workspace, cudaStream_t stream);
+
+/* fused.cu: the one-launch route for small T*k. */
+int mr_cuda_fused_fits(const mr_config* cfg);
+cudaError_t mr_cuda_launch_fused_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* A launch configuration without attributes. */
+static inline cudaLaunchConfig_t mr_launch_config(unsigned grid, unsigned threads, size_t smem, cudaStream_t stream) {
+  cudaLaunchConfig_t lc;
+  memset(&lc, 0, sizeof lc);
+  lc.gridDim = dim3(grid, 1, 1);
+  lc.blockDim = dim3(threads, 1, 1);
+  lc.dynamicSmemBytes = smem;
+  lc.stream = stream;
+  lc.attrs = NULL;
+  lc.numAttrs = 0;
+  return lc;
+}
+
+#endif /* MOEROUTE_CUDA_COMMON_CUH */

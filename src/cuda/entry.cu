@@ -1,0 +1,231 @@
+/*
+ * entry.cu - the public CUDA entry points (moeroute_cuda_*): validate on the
+ * host, check the specialisation list, pick a path, launch, check every
+ * launch.
+ *
+ * Paths (thresholds: see dev/cuda-notes.md for the measurements):
+ *
+ *   route  T*k <= 1024 and E*ceil(T*k/32) <= 6144   one launch (fused.cu)
+ *          otherwise                                  gate kernel, then the
+ *                                                     general sort (4 launches;
+ *                                                     top-k in the workspace
+ *                                                     unless the caller asked
+ *                                                     for it)
+ *   gate   any T                                     gate kernel (or nothing at T = 0)
+ *   sort   same bound as route                       one launch (sort.cu)
+ *          otherwise                                  general sort (3 launches)
+ *
+ * Every launch is asynchronous on the caller's stream, allocates nothing, reads
+ * nothing back, and is graph-capturable (cudaLaunchKernelEx with at most a
+ * cluster attribute; no cudaFuncSetAttribute, no memset on another stream).
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <stdio.h>
+
+#include "cuda/common.cuh"
+
+mr_cuda_tuning mr_cuda_tune = {0, 0, 0};
+
+/* ---- small host helpers ---------------------------------------------------- */
+
+static __thread const char* mr_where_file = "";
+static __thread int mr_where_line = 0;
+
+extern "C" void mr_cuda_note_where(const char* file, int line) {
+  mr_where_file = file;
+  mr_where_line = line;
+}
+
+#define MR_MAX_DEVICES 64
+static int mr_sm_counts[MR_MAX_DEVICES]; /* 0 = not read yet; benign race: every writer writes the same value */
+
+extern "C" int mr_cuda_sm_count(void) {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 132;
+  }
+  if (dev >= 0 && dev < MR_MAX_DEVICES && mr_sm_counts[dev] > 0) return mr_sm_counts[dev];
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) {
+    (void)cudaGetLastError();
+    n = 132;
+  }
+  if (dev >= 0 && dev < MR_MAX_DEVICES) mr_sm_counts[dev] = n;
+  return n;
+}
+
+extern "C" int mr_cuda_clear_ctas(size_t bytes, int threads) {
+  if (bytes == 0) return 0;
+  /* 4 x 16-byte stores per thread per pass; at most two CTAs per SM (grid-stride
+   * beyond): the clear must not crowd out the routing CTAs */
+  const size_t per_cta = (size_t)threads * 16u * 4u;
+  size_t n = (bytes + per_cta - 1) / per_cta;
+  const size_t cap = (size_t)mr_cuda_sm_count() * 2u;
+  if (n > cap) n = cap;
+  return (int)n;
+}
+
+/* ---- planning -------------------------------------------------------------- */
+
+/* 1 if op with cfg has a kernel in this build (the specialisation list of
+ * common.cuh); the same function gates the dispatch. */
+static int mr_cuda_has_kernel(moeroute_op op, const mr_config* cfg) {
+  if (cfg->num_experts < 1 || cfg->num_experts > MOEROUTE_MAX_EXPERTS) return 0;
+  if (op == MOEROUTE_OP_SORT) return 1; /* sort kernels are not specialised */
+  return mr_cuda_epl_bucket(cfg->num_experts) != 0 && mr_cuda_dtype_supported(cfg->dtype);
+}
+
+static int mr_route_one_launch(const mr_config* cfg) {
+  if (cfg->num_tokens == 0) return 1; /* also the forced-general lab setting: nothing to gate */
+  return !mr_cuda_tune.force_general && mr_cuda_fused_fits(cfg);
+}
+static int mr_sort_one_launch(const mr_config* cfg) {
+  if (cfg->num_tokens == 0) return 1;
+  return !mr_cuda_tune.force_general && mr_cuda_small_sort_fits(cfg);
+}
+
+#define MR_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
+
+static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
+  const size_t entries = (size_t)cfg->num_tokens * (size_t)cfg->top_k;
+  switch (op) {
+    case MOEROUTE_OP_ROUTE:
+      if (mr_route_one_launch(cfg)) return 0;
+      /* the top-k between gating and sorting, always reserved (the size must
+       * not depend on which optional outputs the caller passes) */
+      return mr_cuda_general_sort_workspace(cfg) + MR_ALIGN256(entries * 4u) * 2u;
+    case MOEROUTE_OP_SORT:
+      return mr_sort_one_launch(cfg) ? 0 : mr_cuda_general_sort_workspace(cfg);
+    case MOEROUTE_OP_GATE:
+    default:
+      return 0;
+  }
+}
+
+static moeroute_status mr_cuda_fail_launch(const char* fn, cudaError_t err) {
+  (void)cudaGetLastError(); /* clear the (non-sticky) launch error */
+  return mr_fail(MOEROUTE_ERR_CUDA, "%s: CUDA launch failed at %s:%d: %s (%s)", fn, mr_where_file, mr_where_line,
+                 cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+/* Validation shared by route/gate/sort: params, support, workspace, buffers,
+ * and a usable device. */
+static moeroute_status mr_cuda_prepare(moeroute_op op, const moeroute_params* params, const moeroute_buffers* buffers,
+                                       const char* fn, mr_config* cfg, size_t* ws) {
+  moeroute_status st = mr_validate_params(op, params, MR_BACKEND_CUDA, fn, cfg);
+  if (st != MOEROUTE_OK) return st;
+  if (!mr_cuda_has_kernel(op, cfg))
+    return mr_fail(MOEROUTE_ERR_NOT_SUPPORTED, "%s: no CUDA kernel for num_experts=%d dtype=%d", fn,
+                   (int)cfg->num_experts, (int)cfg->dtype);
+  *ws = mr_cuda_workspace_needed(op, cfg);
+  st = mr_validate_buffers(op, cfg, buffers, *ws, fn);
+  if (st != MOEROUTE_OK) return st;
+  int dev = -1;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    return mr_fail(MOEROUTE_ERR_NO_DEVICE, "%s: no usable CUDA device (%s)", fn, cudaGetErrorString(err));
+  }
+  return MOEROUTE_OK;
+}
+
+/* ---- public API -------------------------------------------------------------- */
+
+extern "C" MOEROUTE_API int moeroute_cuda_device_count(void) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+extern "C" MOEROUTE_API int moeroute_cuda_supports(moeroute_op op, const moeroute_params* params) {
+  mr_config cfg;
+  mr_clear_error();
+  if (mr_validate_params(op, params, MR_BACKEND_CUDA, "moeroute_cuda_supports", &cfg) != MOEROUTE_OK) {
+    mr_clear_error(); /* a query: "no" is the answer, not an error */
+    return 0;
+  }
+  return mr_cuda_has_kernel(op, &cfg);
+}
+
+extern "C" MOEROUTE_API moeroute_status moeroute_cuda_workspace_size(moeroute_op op, const moeroute_params* params,
+                                                                     size_t* bytes) {
+  static const char fn[] = "moeroute_cuda_workspace_size";
+  mr_config cfg;
+  mr_clear_error();
+  if (!bytes) return mr_fail(MOEROUTE_ERR_NULL_POINTER, "%s: bytes is NULL", fn);
+  moeroute_status st = mr_validate_params(op, params, MR_BACKEND_CUDA, fn, &cfg);
+  if (st != MOEROUTE_OK) return st;
+  *bytes = mr_cuda_workspace_needed(op, &cfg);
+  return MOEROUTE_OK;
+}
+
+extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_params* params,
+                                                            const moeroute_buffers* buffers, void* stream) {
+  static const char fn[] = "moeroute_cuda_route";
+  mr_config cfg;
+  size_t ws = 0;
+  mr_clear_error();
+  moeroute_status st = mr_cuda_prepare(MOEROUTE_OP_ROUTE, params, buffers, fn, &cfg, &ws);
+  if (st != MOEROUTE_OK) return st;
+  const cudaStream_t s = (cudaStream_t)stream;
+  mr_gate_args ga;
+  mr_sort_out so;
+  mr_cuda_gate_args_init(&cfg, buffers->logits, buffers->bias, &ga);
+  mr_cuda_sort_out_init(&cfg, buffers, &so);
+  cudaError_t err;
+  if (mr_route_one_launch(&cfg)) {
+    err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
+  } else {
+    /* general: gate into the caller's top-k outputs or the workspace, then sort */
+    const size_t entries = (size_t)cfg.num_tokens * (size_t)cfg.top_k;
+    unsigned char* w = (unsigned char*)buffers->workspace;
+    const size_t sort_ws = mr_cuda_general_sort_workspace(&cfg);
+    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)(w + sort_ws);
+    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(w + sort_ws + MR_ALIGN256(entries * 4u));
+    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_general_sort(&cfg, &so, ids, wts, w, s);
+  }
+  if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
+  return MOEROUTE_OK;
+}
+
+extern "C" MOEROUTE_API moeroute_status moeroute_cuda_gate(const moeroute_params* params,
+                                                           const moeroute_buffers* buffers, void* stream) {
+  static const char fn[] = "moeroute_cuda_gate";
+  mr_config cfg;
+  size_t ws = 0;
+  mr_clear_error();
+  moeroute_status st = mr_cuda_prepare(MOEROUTE_OP_GATE, params, buffers, fn, &cfg, &ws);
+  if (st != MOEROUTE_OK) return st;
+  mr_gate_args ga;
+  mr_cuda_gate_args_init(&cfg, buffers->logits, buffers->bias, &ga);
+  const cudaError_t err = mr_cuda_launch_gate(&cfg, &ga, buffers->topk_ids, buffers->topk_weights,
+                                              (cudaStream_t)stream);
+  if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
+  return MOEROUTE_OK;
+}
+
+extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params* params,
+                                                           const moeroute_buffers* buffers, void* stream) {
+  static const char fn[] = "moeroute_cuda_sort";
+  mr_config cfg;
+  size_t ws = 0;
+  mr_clear_error();
+  moeroute_status st = mr_cuda_prepare(MOEROUTE_OP_SORT, params, buffers, fn, &cfg, &ws);
+  if (st != MOEROUTE_OK) return st;
+  mr_sort_out so;
+  mr_cuda_sort_out_init(&cfg, buffers, &so);
+  const cudaStream_t s = (cudaStream_t)stream;
+  const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
+  cudaError_t err;
+  if (mr_sort_one_launch(&cfg))
+    err = mr_cuda_launch_small_sort(&cfg, &so, buffers->topk_ids, wts, s);
+  else
+    err = mr_cuda_launch_general_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
+  if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
+  return MOEROUTE_OK;
+}

@@ -1,0 +1,321 @@
+/*
+ * sort.cu - topk_ids [T, k] (+ weights) -> the sorted layouts, and moe_buf
+ * cleared (contract section 3). Two paths:
+ *
+ * 1. One launch, for T*k <= 1024 (decode; sort.cuh explains the mask table):
+ *    R routing CTAs each read all T*k ids, build the full mask table in their
+ *    own shared memory and scan it (the redundant part is small), then each
+ *    emits a 1/R share of the experts. More CTAs, none routing, clear moe_buf.
+ *
+ * 2. General (any T*k), three launches, deterministic, no host sync:
+ *    A count:   CTA c histograms chunk c (CE consecutive entries) into
+ *               counts[e][c] (shared atomics: counts are order-free).
+ *    B scan:    one warp per expert scans counts[e][*] over the chunks in
+ *               place (exclusive) and writes tot[e]; extra CTAs of the same
+ *               grid clear moe_buf (B is latency-bound, so the clear hides it).
+ *    C scatter: CTA c recomputes the padded expert scan from tot[] (E values,
+ *               cheap), then places its chunk's entries: the position of an
+ *               entry is start_e + counts[e][c] + (entries of e earlier in the
+ *               chunk). The last term comes from warps that each walk a
+ *               contiguous slice of the chunk 32 entries at a time, ranking
+ *               equal experts with __match_any_sync, with per-warp running
+ *               counters (pass 1 counts per warp, a prefix over the 8 warps,
+ *               pass 2 places). CTA c also writes the padding and block ids of
+ *               experts e with e % 8NC in its warps' share.
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "cuda/sort.cuh"
+
+/* ======================================================================== */
+/* 1. one launch                                                             */
+/* ======================================================================== */
+
+__global__ void __launch_bounds__(MR_SORT_THREADS)
+    mr_small_sort_kernel(const __grid_constant__ mr_sort_out o, const int32_t* topk_ids,
+                         const float* topk_weights, uint32_t routing_ctas, int nw) {
+  if (blockIdx.x >= routing_ctas) {
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - routing_ctas) * blockDim.x);
+    return;
+  }
+  MR_STAMP(0);
+  extern __shared__ uint32_t mr_small_smem[];
+  const int E = o.num_experts;
+  uint32_t* maskw = mr_small_smem;
+  uint32_t* s_warp = maskw + E * nw;
+  const uint32_t tid = threadIdx.x;
+  const uint32_t n = (uint32_t)(o.num_tokens * o.top_k);
+  const uint32_t en_bits = mr_small_enabled(&o);
+
+  for (uint32_t i = tid; i < (uint32_t)(E * nw); i += MR_SORT_THREADS) maskw[i] = 0u;
+  __syncthreads(); /* cleared before any bit is set */
+  MR_STAMP(1);
+  for (uint32_t i = tid; i < n; i += MR_SORT_THREADS) {
+    const uint32_t e = (uint32_t)__ldg(topk_ids + i);
+    if (e < (uint32_t)E) atomicOr(&maskw[e * (uint32_t)nw + i / 32u], 1u << (i % 32u)); /* ids outside [0,E): dropped */
+  }
+  __syncthreads(); /* table complete */
+  MR_STAMP(5);
+  const uint32_t total = mr_small_scan_emit(&o, maskw, nw, s_warp, (const uint32_t*)topk_weights, blockIdx.x,
+                                            routing_ctas, en_bits);
+  if (blockIdx.x == 0 && tid == 0) mr_emit_totals(&o, total);
+  MR_STAMP(7);
+}
+
+extern "C" int mr_cuda_small_sort_fits(const mr_config* cfg) {
+  const int64_t n = cfg->num_tokens * cfg->top_k;
+  const int64_t nw = (n + 31) / 32;
+  return n <= MR_SMALL_MAX_ENTRIES && (int64_t)cfg->num_experts * nw <= MR_SMALL_MAX_MASK_WORDS;
+}
+
+extern "C" cudaError_t mr_cuda_launch_small_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                                 const float* topk_weights, cudaStream_t stream) {
+  const int64_t n = cfg->num_tokens * cfg->top_k;
+  const int nw = (int)((n + 31) / 32);
+  /* Routing CTAs: 8. Each builds and scans the whole table (the same latency
+   * anywhere) and emits 1/8 of the experts; measured best or within noise at
+   * T = 1..16 for every preset timed (dev/cuda-notes.md, run 2). */
+  int r = 8;
+  if (mr_cuda_tune.small_sort_ctas > 0) r = mr_cuda_tune.small_sort_ctas;
+  const int clear = mr_cuda_clear_ctas(cfg->moe_buf_bytes, MR_SORT_THREADS);
+  const size_t smem = ((size_t)cfg->num_experts * (size_t)nw + 8u) * 4u;
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)(r + clear), MR_SORT_THREADS, smem, stream);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_small_sort_kernel, *o, topk_ids, topk_weights, (uint32_t)r, nw));
+  return cudaSuccess;
+}
+
+/* ======================================================================== */
+/* 2. general                                                                */
+/* ======================================================================== */
+
+/* Chunking: about 256 chunks (enough CTAs to fill the GPU for A and C), each
+ * at most 4096 entries (so the counts table stays at most E*N/4096 words and
+ * C's per-warp walks stay short). Pure function of (T, k): the workspace size
+ * does not depend on the device. */
+static void mr_general_chunks(const mr_config* cfg, int64_t* chunk_entries, int64_t* num_chunks) {
+  const int64_t T = cfg->num_tokens, k = cfg->top_k;
+  int64_t ct = (T + 255) / 256; /* tokens per chunk */
+  int64_t cap = 4096 / k;
+  if (cap < 1) cap = 1;
+  if (ct > cap) ct = cap;
+  if (ct < 1) ct = 1;
+  *chunk_entries = ct * k;
+  *num_chunks = (T + ct - 1) / ct;
+}
+
+#define MR_ALIGN_UP(x) (((x) + 255u) & ~(size_t)255u)
+
+extern "C" size_t mr_cuda_general_sort_workspace(const mr_config* cfg) {
+  int64_t ce, nc;
+  mr_general_chunks(cfg, &ce, &nc);
+  return MR_ALIGN_UP((size_t)cfg->num_experts * (size_t)nc * 4u) + MR_ALIGN_UP((size_t)cfg->num_experts * 4u);
+}
+
+/* A: per-chunk histograms. counts is [E][NC] (expert-major: B scans rows). */
+__global__ void __launch_bounds__(MR_SORT_THREADS)
+    mr_sort_count_kernel(const int32_t* ids, int64_t n, int32_t E, int64_t ce, uint32_t nc, uint32_t* counts) {
+  extern __shared__ uint32_t mr_hist[];
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  for (int e = (int)tid; e < E; e += MR_SORT_THREADS) mr_hist[e] = 0u;
+  __syncthreads();
+  const int64_t i0 = (int64_t)blockIdx.x * ce;
+  const int64_t i1 = min(n, i0 + ce);
+  for (int64_t base = i0 + warp * 32; base < i1; base += MR_SORT_THREADS) { /* warp-uniform trip count */
+    const int64_t i = base + lane;
+    const uint32_t e = i < i1 ? (uint32_t)__ldg(ids + i) : 0xffffffffu;
+    const bool valid = e < (uint32_t)E;
+    /* one atomic per distinct expert in the 32 entries: a hot expert does not
+     * serialise 32 atomics on one address */
+    const uint32_t peers = __match_any_sync(MR_FULL_MASK, valid ? e : 0xffffffffu);
+    if (valid && lane == (uint32_t)(__ffs(peers) - 1)) atomicAdd(&mr_hist[e], (uint32_t)__popc(peers));
+  }
+  __syncthreads();
+  for (int e = (int)tid; e < E; e += MR_SORT_THREADS) counts[(size_t)e * nc + blockIdx.x] = mr_hist[e];
+}
+
+/* B: exclusive scan of each expert's row over the chunks; extra CTAs clear moe_buf. */
+__global__ void __launch_bounds__(MR_SORT_THREADS)
+    mr_sort_scan_kernel(uint32_t* counts, uint32_t* tot, int32_t E, uint32_t nc, uint32_t scan_ctas,
+                        unsigned char* moe_buf, size_t moe_buf_bytes) {
+  if (blockIdx.x >= scan_ctas) {
+    mr_clear_bytes(moe_buf, moe_buf_bytes, (size_t)(blockIdx.x - scan_ctas) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - scan_ctas) * blockDim.x);
+    return;
+  }
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t e = blockIdx.x * (MR_SORT_THREADS / 32) + (threadIdx.x >> 5);
+  if (e >= (uint32_t)E) return; /* whole warp */
+  uint32_t* row = counts + (size_t)e * nc;
+  uint32_t carry = 0;
+  for (uint32_t c0 = 0; c0 < nc; c0 += 32) {
+    const uint32_t c = c0 + lane;
+    const uint32_t v = c < nc ? row[c] : 0u;
+    const uint32_t incl = mr_warp_incl_scan(v, lane);
+    if (c < nc) row[c] = carry + incl - v;
+    carry += __shfl_sync(MR_FULL_MASK, incl, 31);
+  }
+  if (lane == 0) tot[e] = carry;
+}
+
+/* C: place the chunk's entries; padding and block ids of a share of experts. */
+__global__ void __launch_bounds__(MR_SORT_THREADS)
+    mr_sort_scatter_kernel(const __grid_constant__ mr_sort_out o, const int32_t* ids, const float* weights,
+                           const uint32_t* counts, const uint32_t* tot, int64_t ce, uint32_t nc) {
+  extern __shared__ uint32_t mr_scatter_smem[];
+  constexpr int W = MR_SORT_THREADS / 32;
+  const int E = o.num_experts;
+  const uint32_t U = (uint32_t)o.unit_size;
+  uint32_t* s_start = mr_scatter_smem;                /* [E] padded start */
+  uint32_t* s_cnt = s_start + E;                      /* [E] entries (0 for a masked expert) */
+  uint32_t* s_loc = s_cnt + E;                        /* [E] local id */
+  unsigned long long* s_w64 = (unsigned long long*)(s_loc + E + (E & 1)); /* [W] */
+  uint32_t* wc = (uint32_t*)(s_w64 + W);              /* [W][E] per-warp counters */
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+
+  /* 1. padded scan over experts, 64-bit: pad sum in the low half (< 2^32), the
+   * enabled count in the high half */
+  for (int i = (int)tid; i < W * E; i += MR_SORT_THREADS) wc[i] = 0u;
+  const int ept = (E + MR_SORT_THREADS - 1) / MR_SORT_THREADS;
+  unsigned long long v[4], sum = 0;
+  uint32_t cnt[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int e = (int)tid * ept + q;
+    v[q] = 0;
+    cnt[q] = 0;
+    if (q < ept && e < E) {
+      const uint32_t en = (o.expert_mask == NULL || o.expert_mask[e] != 0) ? 1u : 0u;
+      const uint32_t c = en ? tot[e] : 0u;
+      cnt[q] = c;
+      v[q] = (unsigned long long)((c + U - 1) / U * U) | (unsigned long long)en << 32;
+    }
+    sum += v[q];
+  }
+  const unsigned long long incl = mr_warp_incl_scan64(sum, lane);
+  if (lane == 31) s_w64[warp] = incl;
+  __syncthreads();
+  unsigned long long pre = 0, total = 0;
+#pragma unroll
+  for (int w = 0; w < W; ++w) {
+    const unsigned long long x = s_w64[w];
+    pre += (uint32_t)w < warp ? x : 0ull;
+    total += x;
+  }
+  unsigned long long run = pre + incl - sum;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int e = (int)tid * ept + q;
+    if (q < ept && e < E) {
+      s_start[e] = (uint32_t)run;
+      s_loc[e] = (uint32_t)(run >> 32);
+      s_cnt[e] = cnt[q];
+    }
+    run += v[q];
+  }
+  __syncthreads();
+
+  /* 2. this warp's slice of the chunk: [w0, w1), a multiple of 32 long */
+  const int64_t i0 = (int64_t)blockIdx.x * ce;
+  const int64_t i1 = min(o.num_tokens * o.top_k, i0 + ce);
+  const int64_t slice = ((i1 - i0 + W - 1) / W + 31) / 32 * 32;
+  const int64_t w0 = i0 + warp * slice;
+  const int64_t w1 = min(i1, w0 + slice);
+  uint32_t* my_wc = wc + warp * E;
+  /* pass 1: entries per expert in this warp's slice */
+  for (int64_t base = w0; base < w1; base += 32) {
+    const int64_t i = base + lane;
+    uint32_t e = i < w1 ? (uint32_t)__ldg(ids + i) : 0xffffffffu;
+    e = (e < (uint32_t)E && s_cnt[e] != 0u) ? e : 0xffffffffu; /* dropped: out of range or masked */
+    const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
+    if (e != 0xffffffffu && lane == (uint32_t)(__ffs(peers) - 1)) my_wc[e] += (uint32_t)__popc(peers);
+    __syncwarp(); /* a later leader of the same expert may be another lane */
+  }
+  __syncthreads();
+  /* prefix over the warps: my_wc[e] becomes the position of the slice's first e */
+  for (int e = (int)tid; e < E; e += MR_SORT_THREADS) {
+    uint32_t pos = s_start[e] + counts[(size_t)e * nc + blockIdx.x];
+#pragma unroll
+    for (int w = 0; w < W; ++w) {
+      const uint32_t c = wc[w * E + e];
+      wc[w * E + e] = pos;
+      pos += c;
+    }
+  }
+  __syncthreads();
+  /* pass 2: place */
+  const uint32_t* wbits = (const uint32_t*)weights;
+  const uint32_t lt = mr_lanemask_lt();
+  for (int64_t base = w0; base < w1; base += 32) {
+    const int64_t i = base + lane;
+    uint32_t e = i < w1 ? (uint32_t)__ldg(ids + i) : 0xffffffffu;
+    e = (e < (uint32_t)E && s_cnt[e] != 0u) ? e : 0xffffffffu;
+    const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
+    uint32_t pos = 0;
+    if (e != 0xffffffffu) pos = my_wc[e] + (uint32_t)__popc(peers & lt);
+    __syncwarp(); /* every peer has read the counter before the leader bumps it */
+    if (e != 0xffffffffu) {
+      if (lane == (uint32_t)(__ffs(peers) - 1)) my_wc[e] += (uint32_t)__popc(peers);
+      mr_emit_entry(&o, pos, (uint32_t)i, wbits);
+    }
+    __syncwarp();
+  }
+
+  /* 3. padding and block ids: experts gw, gw + W*NC, ... */
+  for (uint32_t e = blockIdx.x * W + warp; e < (uint32_t)E; e += W * nc) {
+    const uint32_t c = s_cnt[e];
+    if (c == 0) continue;
+    mr_emit_padding(&o, s_start[e], c, (c + U - 1) / U * U, s_loc[e], lane);
+  }
+  if (blockIdx.x == 0 && tid == 0) mr_emit_totals(&o, (uint32_t)total);
+}
+
+extern "C" cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out* o,
+                                                   const int32_t* topk_ids, const float* topk_weights,
+                                                   void* workspace, cudaStream_t stream) {
+  int64_t ce, nc;
+  mr_general_chunks(cfg, &ce, &nc);
+  const int E = cfg->num_experts;
+  const int64_t n = cfg->num_tokens * cfg->top_k;
+  uint32_t* counts = (uint32_t*)workspace;
+  uint32_t* tot = (uint32_t*)((unsigned char*)workspace + MR_ALIGN_UP((size_t)E * (size_t)nc * 4u));
+
+  cudaLaunchConfig_t a = mr_launch_config((unsigned)nc, MR_SORT_THREADS, (size_t)E * 4u, stream);
+  MR_TRY(cudaLaunchKernelEx(&a, mr_sort_count_kernel, topk_ids, n, (int32_t)E, ce, (uint32_t)nc, counts));
+
+  const unsigned scan_ctas = (unsigned)((E + 7) / 8);
+  const int clear = mr_cuda_clear_ctas(cfg->moe_buf_bytes, MR_SORT_THREADS);
+  cudaLaunchConfig_t b = mr_launch_config(scan_ctas + (unsigned)clear, MR_SORT_THREADS, 0, stream);
+  MR_TRY(cudaLaunchKernelEx(&b, mr_sort_scan_kernel, counts, tot, (int32_t)E, (uint32_t)nc, scan_ctas, o->moe_buf,
+                            o->moe_buf_bytes));
+
+  const size_t smem_c = ((size_t)E * 3u + 1u + 2u * 8u + 8u * (size_t)E) * 4u + 8u;
+  cudaLaunchConfig_t c = mr_launch_config((unsigned)nc, MR_SORT_THREADS, smem_c, stream);
+  MR_TRY(cudaLaunchKernelEx(&c, mr_sort_scatter_kernel, *o, topk_ids, topk_weights, (const uint32_t*)counts,
+                            (const uint32_t*)tot, ce, (uint32_t)nc));
+  return cudaSuccess;
+}
+
+/* ======================================================================== */
+/* shared host helpers                                                       */
+/* ======================================================================== */
+
+extern "C" void mr_cuda_sort_out_init(const mr_config* cfg, const moeroute_buffers* b, mr_sort_out* o) {
+  memset(o, 0, sizeof *o);
+  const int ck = (cfg->layouts & MOEROUTE_LAYOUT_CK) != 0;
+  const int vllm = (cfg->layouts & MOEROUTE_LAYOUT_VLLM) != 0;
+  o->sorted_ids = ck ? b->sorted_ids : NULL;
+  o->sorted_weights = ck ? b->sorted_weights : NULL;
+  o->sorted_expert_ids = ck ? b->sorted_expert_ids : NULL;
+  o->num_valid_ids = ck ? b->num_valid_ids : NULL;
+  o->sorted_token_ids = vllm ? b->sorted_token_ids : NULL;
+  o->expert_ids = vllm ? b->expert_ids : NULL;
+  o->num_tokens_post_pad = vllm ? b->num_tokens_post_pad : NULL;
+  o->expert_mask = b->expert_mask;
+  o->num_tokens = cfg->num_tokens;
+  o->num_experts = cfg->num_experts;
+  o->top_k = cfg->top_k;
+  o->unit_size = cfg->unit_size;
+  o->moe_buf = cfg->moe_buf_bytes > 0 ? (unsigned char*)b->moe_buf : NULL;
+  o->moe_buf_bytes = cfg->moe_buf_bytes;
+}
