@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Device call 2 of the results run (after part 1 on the same warm machine, build-dev kept):
+# per-phase stamps inside one launch, the scaling sweep and plot, the GPU test at
+# T up to 262144, the Python GPU tests, the MoE-layer example and the Python overhead.
+# Results land in $OUT/part2.tgz.
+set -u
+export PATH=$PATH:/usr/local/cuda/bin
+R=${OUT:?}; O=/tmp/mr-part2; rm -rf $O; mkdir -p $O
+B=build-dev
+[ -x $B/tools/moeroute ] || { cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release > $O/build.log 2>&1 && cmake --build $B -j16 >> $O/build.log 2>&1; }
+echo "== stamps"
+nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/stamp_lab.cu $B/libmoeroute.a \
+  -o $B/stamp_lab > $O/stamp_build.log 2>&1 && timeout 40 $B/stamp_lab > $O/stamps.log 2>&1; tail -25 $O/stamps.log
+echo "== scaling"
+MOEROUTE_BIN=$B/tools/moeroute timeout ${SCALING_S:-170} bash bench/scaling.sh $O > $O/scaling.log 2>&1; echo "scaling rc=$?"
+tail -3 $O/scaling.log; head -30 $O/h200-scaling.md 2>/dev/null
+echo "== test_cuda --large"
+timeout ${LARGE_S:-90} $B/tests/gpu/test_cuda --large --group large > $O/test_cuda_large.log 2>&1; echo "large rc=$?" | tee -a $O/test_cuda_large.log
+tail -4 $O/test_cuda_large.log
+echo "== python"
+export MOEROUTE_LIBRARY=$PWD/$B/libmoeroute.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+timeout 120 python3 -m pytest -q python/tests > $O/pytest.log 2>&1; echo "pytest rc=$?" | tee -a $O/pytest.log; tail -3 $O/pytest.log
+timeout 60 python3 examples/moe_layer.py --backend torch --device cuda > $O/example.log 2>&1; echo "example rc=$?" | tee -a $O/example.log; tail -4 $O/example.log
+timeout 60 python3 python/bench_overhead.py --device cuda --out-dir $O > $O/overhead.log 2>&1; echo "overhead rc=$?" | tee -a $O/overhead.log; tail -12 $O/overhead.log
+tar czf $R/part2.tgz -C $O .
