@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Render `moeroute bench --backend cuda --format csv` as the markdown table of
+bench/results/h200-decode.md. Usage: decode_md.py IN.csv OUT.md "command" "card/commit/date line" """
+import csv
+import sys
+
+
+def main(argv):
+    rows = list(csv.DictReader(open(argv[1], newline="")))
+    cols = ["model", "T", "E", "k", "fused_kernel_us", "chain_kernel_us", "speedup", "fused_graph_us",
+            "chain_graph_us", "fused_eager_us", "chain_eager_us", "sort_kernel_us", "memset_kernel_us", "wrong"]
+    with open(argv[2], "w") as f:
+        f.write("# moeroute decode benchmark on H200 (us per call)\n\n")
+        f.write(f"Command: `{argv[3]}`\n\n{argv[4]}\n\n")
+        r0 = rows[0]
+        f.write(f"Floors of the same run: one-block kernel {r0['floor_kernel_us']} us (kernel metric), "
+                f"{r0['floor_graph_us']} us (one-node graph), {r0['floor_eager_us']} us (eager).\n")
+        f.write("fused = moeroute_cuda_route (one launch); chain = moeroute_cuda_gate then moeroute_cuda_sort; "
+                "both clear moe_buf [T, model_dim] bf16; speedup = chain / fused in the kernel metric; "
+                "every timed output checked against the CPU backend (wrong must be 0).\n\n")
+        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
+        for r in rows:
+            f.write("| " + " | ".join(r[c] for c in cols) + " |\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
