@@ -7,15 +7,27 @@
  * prints the median cycles between consecutive markers, plus the in-kernel span
  * (globaltimer, first to last marker) next to the kernel metric of the same call.
  *
- * Markers (fused):  0 entry | 1 mask cleared + arrive | 2 first token gated |
- *                   3 cluster wait #1 | 4 pushes done | 5 cluster barrier #2 |
- *                   6 block scan barrier | 7 emitted
- *           (sort): 0 entry | 1 table cleared | 5 table built | 6 scan | 7 emitted
- *           (gate): 0 entry | 2 row gated | 7 stored
+ * Markers (v3; thread 0 of CTA 0 is a gating lane in route):
+ *   route: 0 entry | 1 setup (clear, mbarrier, CTA barrier, cluster arrive) |
+ *          2 row gated | 3 entries sent (cluster wait, st.async) | 4 own mbarrier
+ *          complete | 5 mask table built | 6 scan and start table published |
+ *          7 entries, padding, block ids written
+ *   sort:  0 entry | 1 ids loads issued, table cleared | 4 entries in shared |
+ *          5 table built | 6 scan | 7 written
+ *   gate:  0 entry | 2 row gated | 7 stored
+ * Column "warm": 1 = the dry-run warps (instruction-cache warming) on, 0 = off
+ * (mr_cuda_perf.no_warm), 4 = route with the dry gating warp on warp 0's
+ * scheduler (mr_cuda_perf.dry_gate_warp = 4; the default is warp 6).
+ *
+ * Second table ("thrice"): one warp loads row 0 and gates it three times in a
+ * rolled loop (lab_gate_thrice): the first pass runs cold (instruction and
+ * constant caches), the next two run the same instructions warm, so pass 1 -
+ * pass 2 is the cold cost and pass 2 the dependent chain itself.
  *
  * Build (after cmake --build build-cuda, which provides the C parts):
  *   nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common \
  *        dev/stamp_lab.cu build-cuda/libmoeroute.a -o build-cuda/stamp_lab
+ * (the library supplies what this file does not include: the C parts, large.cu)
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -42,6 +54,35 @@ __device__ __forceinline__ void mr_lab_stamp(int slot) {
 #include "../src/cuda/fused.cu"
 #include "../src/cuda/gate.cu"
 #include "../src/cuda/sort.cu"
+
+/* one warp gates row 0 three times (stamps: 0 entry, 1 row loaded, 2/3/4 after each pass) */
+template <int DT, int EPL, int KIND>
+__global__ void lab_gate_thrice(const __grid_constant__ mr_gate_p p, int32_t* ids, float* ws) {
+  MR_STAMP(0);
+  extern __shared__ __align__(16) uint32_t lab_smem[];
+  const uint32_t lane = threadIdx.x & 31u;
+  uint32_t raw[EPL], braw[EPL];
+  mr_load_lane<MR_ESZ(DT), EPL>(p.logits, lane, p.num_experts, mr_raw_neg_inf<DT>(p.f16 != 0), true, raw);
+  mr_load_lane<4, EPL>((const unsigned char*)p.bias, lane, p.num_experts, 0u, p.bias != NULL, braw);
+  uint32_t acc = 0;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) acc ^= raw[r] ^ braw[r];
+  if (acc == 0x9e3779b9u) ids[63] = 0; /* waits for the loads */
+  MR_STAMP(1);
+  int32_t id = 0;
+  float w = 0.0f;
+#pragma unroll 1
+  for (int rep = 0; rep < 3; ++rep) {
+    mr_gate_row<DT, EPL, KIND>(p, lane, raw, braw, p.logits, true, (float*)lab_smem,
+                               (unsigned char*)((float*)lab_smem + p.num_experts), &id, &w);
+    MR_STAMP(2 + rep);
+  }
+  if ((int)lane < p.top_k) {
+    ids[lane] = id;
+    ws[lane] = w;
+  }
+  MR_STAMP(7);
+}
 
 #define CK(x)                                                                             \
   do {                                                                                    \
@@ -74,12 +115,15 @@ int main(void) {
       {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 16},
       {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 1},
       {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 16},
+      {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32, 1},
       {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32, 16},
+      {"kimi-k2", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.827f, 7168, MOEROUTE_DTYPE_FP32, 16},
+      {"qwen3-next", 512, 10, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16, 16},
   };
   const char* ops[3] = {"route", "gate", "sort"};
   printf("cycles between markers (median of 21 single calls), thread 0 of CTA 0; span = globaltimer ns 0..7\n");
-  printf("%-20s %3s %-5s %7s %7s %7s %7s %7s %7s %7s %8s\n", "shape", "T", "op", "0-1", "1-2", "2-3", "3-4", "4-5",
-         "5-6", "6-7", "span ns");
+  printf("%-20s %3s %-5s %4s %7s %7s %7s %7s %7s %7s %7s %8s\n", "shape", "T", "op", "warm", "0-1", "1-2", "2-3", "3-4",
+         "4-5", "5-6", "6-7", "span ns");
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s) {
     const Shape* sh = &shapes[s];
     moeroute_params p;
@@ -129,7 +173,11 @@ int main(void) {
     b.sorted_expert_ids = (int32_t*)d[4];
     b.num_valid_ids = (int32_t*)d[5];
     b.moe_buf = dm;
-    for (int op = 0; op < 3; ++op) {
+    static const int vop[6] = {0, 1, 2, 0, 1, 0}, vwarm[6] = {1, 1, 1, 0, 0, 4};
+    for (int v = 0; v < 6; ++v) {
+      const int op = vop[v], warm = vwarm[v];
+      mr_cuda_perf.no_warm = warm == 0;
+      mr_cuda_perf.dry_gate_warp = warm == 4 ? 4 : 0;
       unsigned long long delta[7][21], span[21];
       for (int r = 0; r < 21; ++r) {
         unsigned long long z[8] = {0};
@@ -153,13 +201,52 @@ int main(void) {
         }
         span[r] = t[7] - t[0];
       }
-      printf("%-20s %3d %-5s", sh->name, sh->T, ops[op]);
+      printf("%-20s %3d %-5s %4d", sh->name, sh->T, ops[op], warm);
       for (int i = 0; i < 7; ++i) {
         qsort(delta[i], 21, sizeof(unsigned long long), cmp_u64);
         printf(" %7llu", delta[i][10]);
       }
       qsort(span, 21, sizeof(unsigned long long), cmp_u64);
       printf(" %8llu\n", span[10]);
+    }
+    mr_cuda_perf.no_warm = 0;
+    mr_cuda_perf.dry_gate_warp = 0;
+    /* thrice: the gating of row 0 cold, then warm (same warp, same registers) */
+    {
+      mr_config cfg;
+      if (mr_validate_params(MOEROUTE_OP_GATE, &p, MR_BACKEND_CUDA, "stamp_lab", &cfg) != MOEROUTE_OK) return 1;
+      mr_gate_args ga;
+      mr_cuda_gate_args_init(&cfg, b.logits, b.bias, &ga);
+      mr_gate_p gp;
+      mr_gate_p_init(&ga, cfg.dtype, &gp);
+      const int kind = mr_gate_kind(&ga, cfg.dtype), epl = mr_cuda_epl_bucket(cfg.num_experts);
+      const size_t smem = (size_t)sh->E * 4 + 64;
+      unsigned long long th[5][21];
+      for (int r = 0; r < 21; ++r) {
+        unsigned long long z[8] = {0};
+        CK(cudaMemcpyToSymbol(mr_lab_clock, z, sizeof z));
+        if (cfg.dtype == MOEROUTE_DTYPE_BF16 && kind == MR_KIND_PACKED && epl == 8)
+          lab_gate_thrice<MOEROUTE_DTYPE_BF16, 8, MR_KIND_PACKED><<<1, 32, smem>>>(gp, b.topk_ids, b.topk_weights);
+        else if (cfg.dtype == MOEROUTE_DTYPE_BF16 && kind == MR_KIND_PACKED && epl == 4)
+          lab_gate_thrice<MOEROUTE_DTYPE_BF16, 4, MR_KIND_PACKED><<<1, 32, smem>>>(gp, b.topk_ids, b.topk_weights);
+        else if (cfg.dtype == MOEROUTE_DTYPE_BF16 && kind == MR_KIND_PACKED && epl == 16)
+          lab_gate_thrice<MOEROUTE_DTYPE_BF16, 16, MR_KIND_PACKED><<<1, 32, smem>>>(gp, b.topk_ids, b.topk_weights);
+        else if (cfg.dtype == MOEROUTE_DTYPE_FP32 && kind == MR_KIND_GROUPED && epl == 8)
+          lab_gate_thrice<MOEROUTE_DTYPE_FP32, 8, MR_KIND_GROUPED><<<1, 32, smem>>>(gp, b.topk_ids, b.topk_weights);
+        else if (cfg.dtype == MOEROUTE_DTYPE_FP32 && kind == MR_KIND_FULL && epl == 16)
+          lab_gate_thrice<MOEROUTE_DTYPE_FP32, 16, MR_KIND_FULL><<<1, 32, smem>>>(gp, b.topk_ids, b.topk_weights);
+        else
+          break;
+        CK(cudaGetLastError());
+        CK(cudaDeviceSynchronize());
+        unsigned long long c[8];
+        CK(cudaMemcpyFromSymbol(c, mr_lab_clock, sizeof c));
+        for (int i = 0; i < 4; ++i) th[i][r] = c[i + 1] - c[i];
+        th[4][r] = c[7] - c[0];
+      }
+      for (int i = 0; i < 4; ++i) qsort(th[i], 21, sizeof(unsigned long long), cmp_u64);
+      printf("%-20s %3d thrice: load %llu, pass 1 (cold) %llu, pass 2 %llu, pass 3 %llu cycles\n", sh->name, sh->T,
+             th[0][10], th[1][10], th[2][10], th[3][10]);
     }
     free(hl);
     free(hb);

@@ -165,9 +165,13 @@ __device__ __forceinline__ void mr_cluster_wait(void) {
 
 /* ---- moe_buf clear ----------------------------------------------------------
  *
- * Zero n bytes at p (any alignment, any size) with 16-byte stores for the
- * aligned body; `part` of `parts` threads, grid-stride. Called by CTAs that do
- * no routing, so the clear runs beside the routing work instead of after it. */
+ * Zero n bytes at p (any alignment, any size) with 16-byte streaming stores
+ * (st.global.cs: the buffer is not read again by this launch) for the aligned
+ * body, four independent stores per thread per pass; `part` of `parts`
+ * threads, grid-stride (every warp store covers 512 contiguous bytes). Called
+ * by CTAs that do no routing, so the clear runs beside the routing work
+ * instead of after it. The large path (large.cu) has its own split of the
+ * clear over its launches. */
 __device__ __forceinline__ void mr_clear_bytes(unsigned char* p, size_t n, size_t part, size_t parts) {
   if (n == 0) return;
   size_t head = (size_t)((16u - ((uintptr_t)p & 15u)) & 15u);
@@ -176,7 +180,14 @@ __device__ __forceinline__ void mr_clear_bytes(unsigned char* p, size_t n, size_
   const size_t tail = n - head - body * 16;
   uint4* q = (uint4*)(p + head);
   const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-  for (size_t i = part; i < body; i += parts) q[i] = z;
+  size_t i = part;
+  for (; i + 3 * parts < body; i += 4 * parts) {
+    __stcs(q + i, z);
+    __stcs(q + i + parts, z);
+    __stcs(q + i + 2 * parts, z);
+    __stcs(q + i + 3 * parts, z);
+  }
+  for (; i < body; i += parts) __stcs(q + i, z);
   if (part < head) p[part] = 0;
   if (part < tail) p[head + body * 16 + part] = 0;
 }
@@ -235,6 +246,13 @@ typedef struct mr_cuda_tuning {
   int fused_cluster;     /* CTAs that gate in the fused kernel: 1, 2, 4, 8 */
   int small_sort_ctas;   /* CTAs of the one-launch sort: 1..16 */
   int force_general;     /* 1: route/sort always take the multi-kernel path */
+  /* the large path (large.cu, dev/large-notes.md); 0 everywhere = the defaults */
+  int general_v1;        /* FALLBACK: 1 = the run-1 general path (gate, count, scan+clear, scatter) */
+  int large_no_pdl;      /* 1: no programmatic dependent launch between the large path's launches */
+  int large_ctas_per_sm; /* first-launch CTAs per SM: 0 = auto (1 while a large moe_buf clear overlaps, else 2) */
+  int clear_engine;      /* last-launch clear: 0 = auto (bulk copy), 1 = bulk copy (TMA), 2 = 16-byte stores */
+  int clear_ctas_per_sm; /* last-launch clear CTAs per SM: 0 = auto (1) */
+  int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -251,7 +269,8 @@ void mr_cuda_note_where(const char* file, int line);
 
 /* Multiprocessor count of the current device (cached per device). */
 int mr_cuda_sm_count(void);
-/* How many clear CTAs of `threads` threads a moe_buf of `bytes` gets. */
+/* How many clear CTAs of `threads` threads a moe_buf of `bytes` gets (the
+ * one-launch paths and the run-1 general path). */
 int mr_cuda_clear_ctas(size_t bytes, int threads);
 
 /* Build the gating arguments for cfg. */
@@ -291,5 +310,66 @@ static inline cudaLaunchConfig_t mr_launch_config(unsigned grid, unsigned thread
   lc.numAttrs = 0;
   return lc;
 }
+
+/* ---- decode-path helpers (v3: fused.cu, sort.cu one launch, gate.cu) ---------------
+ *
+ * Asynchronous stores into another CTA's shared memory that complete on an
+ * mbarrier of that CTA (sm_90): a CTA learns that all its inputs have landed
+ * by waiting on its own mbarrier, with no cluster-wide barrier and no fence. */
+__device__ __forceinline__ uint32_t mr_smem_addr(const void* p) { return (uint32_t)__cvta_generic_to_shared(p); }
+/* the same shared-memory address (mr_smem_addr) in CTA `rank` of the cluster */
+__device__ __forceinline__ uint32_t mr_mapa(uint32_t addr, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(addr), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void mr_st_async_v2(uint32_t remote_addr, uint32_t a, uint32_t b, uint32_t remote_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.u32 [%0], {%1, %2}, [%3];" ::"r"(remote_addr),
+               "r"(a), "r"(b), "r"(remote_bar)
+               : "memory");
+}
+__device__ __forceinline__ void mr_mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+/* one arrival that also announces `bytes` of transactions for the current phase */
+__device__ __forceinline__ void mr_mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+/* makes mbarrier.init visible to the cluster (then a cluster barrier, before any remote use) */
+__device__ __forceinline__ void mr_fence_mbar_init(void) {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+__device__ __forceinline__ bool mr_mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+/* cluster barrier arrive without release semantics (pairs with mr_cluster_wait) */
+__device__ __forceinline__ void mr_cluster_arrive_relaxed(void) {
+  asm volatile("barrier.cluster.arrive.relaxed;" ::: "memory");
+}
+/* named CTA barrier: `count` threads (a multiple of 32) on barrier `id` */
+__device__ __forceinline__ void mr_bar_sync(uint32_t id, uint32_t count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+/* Knobs of the decode path for the lab (dev/); defaults 0. */
+typedef struct mr_cuda_perf_knobs {
+  int no_warm;       /* 1: no dry-run warps (instruction-cache warming) in the fused and gate kernels */
+  int dry_gate_warp; /* fused: the warp that gates a zero row ahead (0 = warp 6; 4 = warp 0's scheduler) */
+} mr_cuda_perf_knobs;
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern mr_cuda_perf_knobs mr_cuda_perf;
+#ifdef __cplusplus
+}
+#endif
 
 #endif /* MOEROUTE_CUDA_COMMON_CUH */

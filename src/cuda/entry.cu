@@ -6,24 +6,32 @@
  * Paths (thresholds: see dev/cuda-notes.md for the measurements):
  *
  *   route  T*k <= 1024 and E*ceil(T*k/32) <= 6144   one launch (fused.cu)
- *          otherwise                                  gate kernel, then the
- *                                                     general sort (4 launches;
- *                                                     top-k in the workspace
- *                                                     unless the caller asked
- *                                                     for it)
+ *          otherwise                                  the large path (large.cu,
+ *                                                     dev/large-notes.md): gate+rank,
+ *                                                     scan, place+clear: 3 launches
+ *                                                     chained by PDL, moe_buf cleared
+ *                                                     underneath. Grouped selection
+ *                                                     with E > 768 (first launch over
+ *                                                     48 KB of shared memory), or
+ *                                                     mr_cuda_tune.general_v1: gate
+ *                                                     kernel, then the general sort
  *   gate   any T                                     gate kernel (or nothing at T = 0)
  *   sort   same bound as route                       one launch (sort.cu)
- *          otherwise                                  general sort (3 launches)
+ *          otherwise                                  the large path (rank, scan,
+ *                                                     place+clear; 3 launches), or with
+ *                                                     general_v1 the run-1 general sort
  *
  * Every launch is asynchronous on the caller's stream, allocates nothing, reads
  * nothing back, and is graph-capturable (cudaLaunchKernelEx with at most a
- * cluster attribute; no cudaFuncSetAttribute, no memset on another stream).
+ * cluster or a programmatic-stream-serialization attribute; no
+ * cudaFuncSetAttribute, no memset on another stream).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
 #include <stdio.h>
 
 #include "cuda/common.cuh"
+#include "cuda/large.cuh"
 
 mr_cuda_tuning mr_cuda_tune = {0, 0, 0};
 
@@ -57,11 +65,15 @@ extern "C" int mr_cuda_sm_count(void) {
 
 extern "C" int mr_cuda_clear_ctas(size_t bytes, int threads) {
   if (bytes == 0) return 0;
-  /* 4 x 16-byte stores per thread per pass; at most two CTAs per SM (grid-stride
-   * beyond): the clear must not crowd out the routing CTAs */
+  /* 4 x 16-byte stores per thread per pass; at most four CTAs per SM (grid-stride
+   * beyond). Run 1 capped this at two (512 storing threads per SM) and the clear
+   * ran at ~3.5 TB/s against the memset's 4.4-4.6 (dev/large-notes.md); the
+   * routing CTAs of these launches are few (8 CTAs, or E/8 scan CTAs), so the
+   * extra clear CTAs do not crowd them out. Used by the one-launch paths and the
+   * run-1 general path; the large path (large.cu) sizes its own clear. */
   const size_t per_cta = (size_t)threads * 16u * 4u;
   size_t n = (bytes + per_cta - 1) / per_cta;
-  const size_t cap = (size_t)mr_cuda_sm_count() * 2u;
+  const size_t cap = (size_t)mr_cuda_sm_count() * 4u;
   if (n > cap) n = cap;
   return (int)n;
 }
@@ -180,14 +192,10 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   if (mr_route_one_launch(&cfg)) {
     err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else {
-    /* general: gate into the caller's top-k outputs or the workspace, then sort */
-    const size_t entries = (size_t)cfg.num_tokens * (size_t)cfg.top_k;
-    unsigned char* w = (unsigned char*)buffers->workspace;
-    const size_t sort_ws = mr_cuda_general_sort_workspace(&cfg);
-    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)(w + sort_ws);
-    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(w + sort_ws + MR_ALIGN256(entries * 4u));
-    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    if (err == cudaSuccess) err = mr_cuda_launch_general_sort(&cfg, &so, ids, wts, w, s);
+    /* general: the large path (large.cu: gate+rank, scan, place+clear), or the
+     * run-1 chain gate kernel + general sort (fallback knob, or a first launch
+     * that does not fit 48 KB of shared memory) */
+    err = mr_cuda_launch_large_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
   }
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   return MOEROUTE_OK;

@@ -5,38 +5,54 @@
  * Used by moeroute_cuda_gate, and by route when T*k is too large for the
  * one-launch path (the general path gates first, then sorts).
  *
+ * Decode sizes (T <= 128): one row per CTA, and a second warp that runs the
+ * same code on a zero row without loads or stores ("dry run", gate.cuh): it
+ * fetches the kernel's instructions while the real warp waits for its row
+ * (dev/cuda-notes.md v3). Larger T: 4 warps per CTA, grid-stride.
+ *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "cuda/gate.cuh"
 
 /* Shared-memory words per warp for grouped selection: E floats of s + bias,
  * plus G flag bytes when G > 32 (G <= 32 publishes the kept groups with a
- * ballot instead). 0 without grouped selection. */
+ * ballot instead), rounded up to 16 bytes. 0 without grouped selection. */
 static uint32_t mr_gate_scratch_words(const mr_gate_args* a) {
   if (!a->grouped) return 0;
   uint32_t w = (uint32_t)a->num_experts;
   if (a->num_groups > 32) w += ((uint32_t)a->num_groups + 3u) / 4u;
-  return w;
+  return (w + 3u) & ~3u;
 }
 
-template <int DT, int EPL>
-__global__ void __launch_bounds__(256) mr_gate_kernel(const __grid_constant__ mr_gate_args a, int32_t* topk_ids,
-                                                      float* topk_weights, uint32_t scratch_words) {
+template <int DT, int EPL, int KIND>
+__global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids,
+                                                      float* topk_weights, uint32_t scratch_words, int dry_warp) {
+  constexpr int W = MR_ESZ(DT);
   MR_STAMP(0);
-  extern __shared__ uint32_t mr_gate_smem[];
+  extern __shared__ __align__(16) uint32_t mr_gate_smem[];
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  const uint32_t warps = blockDim.x >> 5;
+  const uint32_t live_warps = (blockDim.x >> 5) - (dry_warp >= 0 ? 1u : 0u);
   float* gbuf = (float*)(mr_gate_smem + warp * scratch_words);
-  unsigned char* gsel = (unsigned char*)(gbuf + a.num_experts);
-  const int k = a.top_k;
-  for (int64_t t = (int64_t)blockIdx.x * warps + warp; t < a.num_tokens; t += (int64_t)gridDim.x * warps) {
+  unsigned char* gsel = (unsigned char*)(gbuf + p.num_experts);
+  const int E = p.num_experts, k = p.top_k;
+  const int64_t T = p.num_tokens;
+  const bool dry = (int)warp == dry_warp;
+  const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
+  uint32_t braw[EPL];
+  if (KIND != MR_KIND_PACKED)
+    mr_load_lane<4, EPL>((const unsigned char*)p.bias, lane, E, 0u, !dry && p.bias != NULL, braw);
+  const int64_t step = (int64_t)gridDim.x * live_warps;
+#pragma unroll 1
+  for (int64_t t = dry ? -1 : (int64_t)blockIdx.x * live_warps + warp; t < T; t = t < 0 ? T : t + step) {
+    const bool live = t >= 0;
+    const unsigned char* row = p.logits + (live ? t : 0) * p.row_bytes;
     uint32_t raw[EPL];
+    mr_load_lane<W, EPL>(row, lane, E, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_load<DT, EPL>(&a, t, lane, raw);
-    mr_gate_compute<DT, EPL>(&a, t, lane, raw, gbuf, gsel, &id, &w);
+    mr_gate_row<DT, EPL, KIND>(p, lane, raw, braw, row, live, gbuf, gsel, &id, &w);
     MR_STAMP(2);
-    if ((int)lane < k) {
+    if (live && (int)lane < k) {
       topk_ids[t * k + lane] = id;
       topk_weights[t * k + lane] = w;
     }
@@ -73,30 +89,45 @@ extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits,
   a->packed = cfg->dtype != MOEROUTE_DTYPE_FP32 && cfg->score == MOEROUTE_SCORE_SOFTMAX && bias == NULL;
 }
 
-template <int DT, int EPL>
-static cudaError_t mr_launch_gate_t(const mr_gate_args* a, int32_t* topk_ids, float* topk_weights,
+template <int DT, int EPL, int KIND>
+static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,
                                     cudaStream_t stream) {
-  /* Decode sizes: one warp per CTA spreads the rows over SMs (a lone warp per
-   * scheduler runs its dependent reductions fastest). Large T: 4 warps per CTA,
-   * grid-stride beyond a few waves. */
-  const int64_t T = a->num_tokens;
-  const unsigned warps = T <= 128 ? 1u : 4u;
-  int64_t grid = (T + warps - 1) / warps;
+  /* Decode sizes: one row per CTA spreads the rows over SMs (a lone warp per
+   * scheduler runs its dependent reductions fastest), plus the dry-run warp.
+   * Large T: 4 warps per CTA, grid-stride beyond a few waves. */
+  const int64_t T = p->num_tokens;
+  const int warm = T <= 128 && !mr_cuda_perf.no_warm;
+  const unsigned live = T <= 128 ? 1u : 4u;
+  const unsigned warps = live + (warm ? 1u : 0u);
+  int64_t grid = (T + live - 1) / live;
   const int64_t cap = (int64_t)mr_cuda_sm_count() * 64;
   if (grid > cap) grid = cap;
-  const uint32_t sw = mr_gate_scratch_words(a);
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid, warps * 32u, (size_t)sw * warps * 4u, stream);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL>, *a, topk_ids, topk_weights, sw));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND>, *p, topk_ids, topk_weights, sw,
+                            warm ? (int)live : -1));
   return cudaSuccess;
 }
 
 extern "C" cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                            float* topk_weights, cudaStream_t stream) {
   if (cfg->num_tokens == 0) return cudaSuccess;
+  mr_gate_p p;
+  mr_gate_p_init(a, cfg->dtype, &p);
+  const uint32_t sw = mr_gate_scratch_words(a);
   const int epl = mr_cuda_epl_bucket(cfg->num_experts);
-#define MR_GATE_CASE(DT, EPL) \
-  if (cfg->dtype == DT && epl == EPL) return mr_launch_gate_t<DT, EPL>(a, topk_ids, topk_weights, stream);
+  const int kind = mr_gate_kind(a, cfg->dtype);
+  /* the specialisation list of common.cuh, times the kinds (gate.cuh) */
+#define MR_GATE_LAUNCH(DT, EPL, KIND) \
+  return mr_launch_gate_t<MR_KIND_DT(DT, MR_KIND_FIX(DT, KIND)), EPL, MR_KIND_FIX(DT, KIND)>(&p, sw, topk_ids, \
+                                                                                               topk_weights, stream)
+#define MR_GATE_CASE(DT, EPL)                                              \
+  if (cfg->dtype == DT && epl == EPL) {                                    \
+    if (kind == MR_KIND_PACKED) MR_GATE_LAUNCH(DT, EPL, MR_KIND_PACKED);   \
+    if (kind == MR_KIND_GROUPED) MR_GATE_LAUNCH(DT, EPL, MR_KIND_GROUPED); \
+    MR_GATE_LAUNCH(DT, EPL, MR_KIND_FULL);                                 \
+  }
   MR_FOR_EACH_GATE_SPEC(MR_GATE_CASE)
 #undef MR_GATE_CASE
+#undef MR_GATE_LAUNCH
   return cudaErrorInvalidConfiguration; /* unreachable: the dispatch checked the list */
 }

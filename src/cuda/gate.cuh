@@ -4,32 +4,53 @@
  *
  * Used by the gate kernel (gate.cu) and the fused route kernel (fused.cu).
  *
- * Layout of a row in the warp: lane l holds EPL logits. With VW elements per
- * vector load (8 bf16/fp16 or 4 fp32 = 16 bytes; fewer when EPL is smaller),
- * register r = c * VW + v of lane l holds expert
+ * Why the code looks like this (dev/cuda-notes.md, v3): at decode a launch runs
+ * each instruction of its path about once, on an SM whose instruction cache
+ * does not hold the kernel, so the time goes into fetching code, not into
+ * arithmetic. Every instantiation therefore holds only the code of its own
+ * configuration ("kind", below), loops whose trip count is not tiny stay
+ * rolled, and rare paths (unaligned rows, a lane straddling E) sit behind one
+ * branch that the common path jumps over.
  *
- *     e = (c * 32 + l) * VW + v        (c = 0 .. EPL/VW - 1, v = 0 .. VW - 1)
+ * Kinds (compile-time), chosen on the host by mr_gate_kind():
  *
- * so every load instruction of the warp reads 32 consecutive vectors (512
- * contiguous bytes: fully coalesced), and within a lane the expert index grows
- * with the register index r (which the tie rule relies on: the first maximum in
- * register order is the lowest index).
+ *   PACKED   16-bit logits, SOFTMAX, no bias, no grouping (DeepSeek softmax,
+ *            GPT-OSS, Qwen, Mixtral ...): the key is the logit itself, and the
+ *            16-bit value and the inverted index share one 32-bit key, so one
+ *            __reduce_max_sync per pick finds the winner with the tie rule
+ *            built in. The row maximum is the first pick; the softmax
+ *            denominator is summed after it and its butterfly is spread over
+ *            the next picks.
+ *   FULL     everything else without grouping (sigmoid, sqrt_softplus, any
+ *            bias, fp32 logits): fp32 keys (s + bias, or the logit) as
+ *            order-preserving uint32; a pick is a max reduction plus a ballot
+ *            (the lowest lane holding the max holds the lowest index, see the
+ *            layout).
+ *   GROUPED  FULL plus grouped selection (contract 2.4) through a per-warp
+ *            shared-memory buffer.
  *
- * Selection works on order-preserving uint32 keys (common.cuh). Two forms:
+ * The dtype is the other template constant: BF16 and FP16 for PACKED; for FULL
+ * and GROUPED, FP32 or "16-bit" (instantiated as BF16; fp16 is a run-time
+ * flag, the conversion is the only difference).
  *
- *  - packed (16-bit logits, softmax, no bias: the key is the logit itself):
- *    key = ord16(logit) << 16 | (0xffff - e). The index is inside the key, and
- *    inverted so that of two equal logits the lower index has the larger key:
- *    one __reduce_max_sync per pick finds the winner with the tie rule built in.
- *  - full (fp32 keys: s + bias, or an fp32 logit): 32 key bits leave no room
- *    for the index, so a pick is two reductions: max of the keys, then min of
- *    the indices of the lanes that hold that max (the tie rule).
+ * Layout of a row in the warp: lane l holds experts e = l*EPL + r in registers
+ * r = 0..EPL-1 (contiguous per lane), loaded with 16-byte vector loads (8 bytes
+ * for 16-bit EPL 4). Lower lane => lower indices, and within a lane the index
+ * grows with r: the tie rule (lower index wins) is "lowest lane, then lowest
+ * register". Experts e >= E hold -inf: with k <= E they can never be picked
+ * ahead of a valid expert (a -inf tie goes to the lower index).
  *
- * Weights: the score of each pick is recomputed by lane j from the picked
- * logit (decoded from the packed key, or read again from the row, an L1 hit)
- * with the same fp32 expression the keys used, so no per-element scores have
- * to travel through the pick loop. Renormalisation sums the k weights in pick
- * order (design.md 5), exactly like the CPU backend.
+ * Weights: lane j recomputes the score of pick j from the picked logit
+ * (decoded from the packed key, or read again from the row) with the same fp32
+ * expression as the keys. Renormalisation sums the k weights in pick order
+ * (design.md 5), like the CPU backend. The softmax denominator uses the fast
+ * exp2 (its terms are positive: each term's relative error is below 1e-6 times
+ * its share of the sum, far inside the contract's 1e-5); the k weights and all
+ * selection keys use expf.
+ *
+ * Warming ("dry" runs): a warp that has no row can run the same code on a
+ * zero row with loads and stores switched off (live = false): it fetches the
+ * instructions while the real warp waits for its row (see fused.cu).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -38,38 +59,57 @@
 
 #include "cuda/common.cuh"
 
+#define MR_KIND_PACKED 0
+#define MR_KIND_FULL 1
+#define MR_KIND_GROUPED 2
+
+/* bytes per logit */
+#define MR_ESZ(DT) ((DT) == MOEROUTE_DTYPE_FP32 ? 4 : 2)
+/* the dtype an instantiation is compiled for: FULL/GROUPED fold fp16 into bf16 */
+#define MR_KIND_DT(DT, KIND) \
+  ((KIND) != MR_KIND_PACKED && (DT) == MOEROUTE_DTYPE_FP16 ? MOEROUTE_DTYPE_BF16 : (DT))
+/* the kind an instantiation is compiled for: fp32 has no packed form */
+#define MR_KIND_FIX(DT, KIND) ((KIND) == MR_KIND_PACKED && (DT) == MOEROUTE_DTYPE_FP32 ? MR_KIND_FULL : (KIND))
+
+/* Host: the kind of a configuration. */
+static inline int mr_gate_kind(const mr_gate_args* a, moeroute_dtype dt) {
+  if (a->grouped) return MR_KIND_GROUPED;
+  if (dt != MOEROUTE_DTYPE_FP32 && a->score == MOEROUTE_SCORE_SOFTMAX && a->bias == NULL) return MR_KIND_PACKED;
+  return MR_KIND_FULL;
+}
+
 /* ---- element access --------------------------------------------------------- */
 
-/* bytes per logit, and elements per vector load (16 bytes, or all EPL when
- * that is less: E <= 128 in 16-bit takes 8-byte loads) */
-#define MR_ESZ(DT) ((DT) == MOEROUTE_DTYPE_FP32 ? 4 : 2)
-#define MR_VW(DT, EPL) ((EPL) < 16 / MR_ESZ(DT) ? (EPL) : 16 / MR_ESZ(DT))
-
-/* raw bits (low 16 bits for bf16/fp16) -> fp32, exact */
-template <int DT>
-__device__ __forceinline__ float mr_raw_to_float(uint32_t raw) {
-  if (DT == MOEROUTE_DTYPE_FP32) return __uint_as_float(raw);
-  if (DT == MOEROUTE_DTYPE_BF16) return __uint_as_float(raw << 16);
+/* 16-bit logits are kept high-aligned: raw = bits << 16 (for bf16 that is the
+ * fp32 value itself). */
+__device__ __forceinline__ float mr_f16hi_to_float(uint32_t hi) {
   float f;
-  const unsigned short h = (unsigned short)raw;
+  const unsigned short h = (unsigned short)(hi >> 16);
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
   return f;
 }
-
-/* design.md 1-2: NaN -> -inf (an expert switched off), +inf -> FLT_MAX. */
-__device__ __forceinline__ float mr_clamp_logit(float v) {
-  v = v != v ? -INFINITY : v;
-  return v == INFINITY ? FLT_MAX : v;
+/* fp32 (an fp16 value) -> fp16 bits, high-aligned; exact for fp16 values */
+__device__ __forceinline__ uint32_t mr_float_to_f16hi(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return (uint32_t)h << 16;
+}
+/* raw -> fp32, exact. W = bytes per element; f16 selects fp16 over bf16. */
+template <int W>
+__device__ __forceinline__ float mr_raw_float(uint32_t raw, bool f16) {
+  if (W == 4) return __uint_as_float(raw);
+  return f16 ? mr_f16hi_to_float(raw) : __uint_as_float(raw);
 }
 
-/* The 16-bit pattern of -inf, and NaN detection, for bf16 / fp16. */
-template <int DT>
-__device__ __forceinline__ uint32_t mr_neg_inf16(void) {
-  return DT == MOEROUTE_DTYPE_BF16 ? 0xff80u : 0xfc00u;
-}
-template <int DT>
-__device__ __forceinline__ bool mr_is_nan16(uint32_t h) {
-  return DT == MOEROUTE_DTYPE_BF16 ? (h & 0x7fffu) > 0x7f80u : (h & 0x7fffu) > 0x7c00u;
+/* design.md 1-2: NaN -> -inf (an expert switched off), +inf -> FLT_MAX.
+ * fmaxf returns the other operand for a NaN. */
+__device__ __forceinline__ float mr_clamp_logit(float v) { return fminf(fmaxf(v, -INFINITY), FLT_MAX); }
+
+/* exp(d) for the softmax denominator only (see the header comment). */
+__device__ __forceinline__ float mr_exp_sum_term(float d) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(d * 1.4426950408889634f));
+  return r;
 }
 
 /* fp32 scores (design.md 3, 6), the same expressions as the CPU backend. */
@@ -79,62 +119,124 @@ __device__ __forceinline__ float mr_score(int score, float x, float max, float s
   return sqrtf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))));
 }
 
-/* ---- load ------------------------------------------------------------------- */
+/* ---- arguments as the kernels read them ------------------------------------------
+ * Derived on the host from mr_gate_args (common.cuh), dense so that the few
+ * constant-cache lines a launch touches first are few. */
+typedef struct mr_gate_p {
+  const unsigned char* logits;
+  const float* bias; /* NULL = none */
+  int64_t row_bytes; /* row stride in bytes */
+  int64_t num_tokens;
+  int32_t num_experts;
+  int32_t top_k;
+  int32_t score;
+  int32_t renormalize;
+  float scale;
+  int32_t f16; /* 16-bit logits are fp16 (else bf16) */
+  /* grouped selection (GROUPED only) */
+  int32_t num_groups;
+  int32_t topk_groups;
+  int32_t group_score;
+  int32_t group_size;
+  uint32_t group_magic;      /* ceil(2^22 / group_size): g = (e * magic) >> 22 for e < 1024 */
+  int32_t group_lanes;       /* lanes per group when G <= 16 (power of two), else 1 */
+  int32_t group_lanes_shift; /* log2(group_lanes) */
+  int32_t group_reg_lanes;   /* > 0: every group is exactly this many lanes' registers (a power of two):
+                                group scores by a butterfly, no shared memory */
+} mr_gate_p;
 
-/* Load row t into raw[EPL] (raw bits). Split from the compute so a kernel can
- * issue the first row's loads before other setup work. Vector loads need the
- * row start aligned to the vector: checked per row (the row stride may be
- * odd); unaligned rows and the tail past E take scalar loads. Experts >= E get
- * garbage that the compute ignores. */
-template <int DT, int EPL>
-__device__ __forceinline__ void mr_gate_load(const mr_gate_args* a, int64_t t, uint32_t lane, uint32_t* raw) {
-  constexpr int ESZ = MR_ESZ(DT);
-  constexpr int VW = MR_VW(DT, EPL);
-  constexpr int NCH = EPL / VW;
-  const int E = a->num_experts;
-  const unsigned char* row = (const unsigned char*)a->logits + (size_t)t * (size_t)a->row_stride * ESZ;
-  const bool vec = ((uintptr_t)row & (uintptr_t)(VW * ESZ - 1)) == 0;
+static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_gate_p* p) {
+  memset(p, 0, sizeof *p);
+  p->logits = (const unsigned char*)a->logits;
+  p->bias = a->bias;
+  p->row_bytes = a->row_stride * (dt == MOEROUTE_DTYPE_FP32 ? 4 : 2);
+  p->num_tokens = a->num_tokens;
+  p->num_experts = a->num_experts;
+  p->top_k = a->top_k;
+  p->score = a->score;
+  p->renormalize = a->renormalize;
+  p->scale = a->scale;
+  p->f16 = dt == MOEROUTE_DTYPE_FP16;
+  p->num_groups = a->num_groups;
+  p->topk_groups = a->topk_groups;
+  p->group_score = a->group_score;
+  p->group_size = a->group_size;
+  p->group_magic = a->group_magic;
+  p->group_lanes = a->group_lanes;
+  p->group_lanes_shift = a->group_lanes_shift;
+  p->group_reg_lanes = 0;
+  const int epl = mr_cuda_epl_bucket(a->num_experts);
+  if (a->grouped && epl > 0 && a->group_size % epl == 0) {
+    const int lpg = a->group_size / epl;
+    if (lpg <= 32 && (lpg & (lpg - 1)) == 0) p->group_reg_lanes = lpg;
+  }
+}
+
+/* ---- load --------------------------------------------------------------------- */
+
+/*
+ * This lane's EPL elements of ESZ bytes from base (experts lane*EPL ..), as raw
+ * bits (16-bit: high-aligned). Elements >= E get `fill`. live = false: no
+ * memory access, every element 0 (a dry run). Vector loads need the base
+ * aligned to the vector; a lane whose range straddles E, or an unaligned base,
+ * takes scalar loads behind one branch.
+ */
+template <int ESZ, int EPL>
+__device__ __forceinline__ void mr_load_lane(const unsigned char* base, uint32_t lane, int E, uint32_t fill, bool live,
+                                             uint32_t* out) {
+  constexpr int BYTES = EPL * ESZ;          /* per lane: 8 .. 128 */
+  constexpr int VB = BYTES < 16 ? BYTES : 16; /* vector bytes */
+  constexpr int NV = BYTES / VB;
+  constexpr int PER = VB / 4;                /* 32-bit words per vector */
+  const int e0 = (int)lane * EPL;
+  const unsigned char* p = base + (size_t)e0 * ESZ;
+  const bool in = live && e0 < E;
+  const uint32_t fv = live ? fill : 0u;
+  const bool aligned = ((uintptr_t)base & (uintptr_t)(VB - 1)) == 0;
+  if (aligned && (e0 + EPL <= E || e0 >= E)) {
+    uint32_t w[NV * PER];
 #pragma unroll
-  for (int c = 0; c < NCH; ++c) {
-    const int e0 = (c * 32 + (int)lane) * VW;
-    if (vec && e0 + VW <= E) {
-      if (VW * ESZ == 16) {
-        const uint4 q = __ldg((const uint4*)(row + (size_t)e0 * ESZ));
-        const uint32_t w[4] = {q.x, q.y, q.z, q.w};
-        if (ESZ == 4) {
-#pragma unroll
-          for (int v = 0; v < 4; ++v) raw[c * VW + v] = w[v];
-        } else {
-#pragma unroll
-          for (int v = 0; v < VW; ++v) raw[c * VW + v] = (w[v / 2] >> (16 * (v & 1))) & 0xffffu;
-        }
-      } else { /* 8 bytes: 4 x 16-bit (EPL == 4) */
-        const uint2 q = __ldg((const uint2*)(row + (size_t)e0 * ESZ));
-        const uint32_t w[2] = {q.x, q.y};
-#pragma unroll
-        for (int v = 0; v < VW; ++v) raw[c * VW + v] = (w[v / 2] >> (16 * (v & 1))) & 0xffffu;
+    for (int v = 0; v < NV; ++v) {
+      if (PER == 4) {
+        uint4 q = make_uint4(0u, 0u, 0u, 0u);
+        if (in) q = __ldg((const uint4*)(p + v * 16));
+        w[v * 4 + 0] = q.x;
+        w[v * 4 + 1] = q.y;
+        w[v * 4 + 2] = q.z;
+        w[v * 4 + 3] = q.w;
+      } else {
+        uint2 q = make_uint2(0u, 0u);
+        if (in) q = __ldg((const uint2*)p);
+        w[0] = q.x;
+        w[1] = q.y;
       }
-    } else {
+    }
 #pragma unroll
-      for (int v = 0; v < VW; ++v) {
-        const int e = e0 + v;
-        uint32_t r = 0u;
-        if (e < E) {
-          if (ESZ == 4)
-            r = __ldg((const unsigned int*)row + e);
-          else
-            r = __ldg((const unsigned short*)row + e);
-        }
-        raw[c * VW + v] = r;
+    for (int r = 0; r < EPL; ++r) {
+      uint32_t x;
+      if (ESZ == 4)
+        x = w[r];
+      else
+        x = (r & 1) ? (w[r / 2] & 0xffff0000u) : (w[r / 2] << 16);
+      out[r] = in ? x : fv;
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < EPL; ++r) {
+      uint32_t x = fv;
+      if (live && e0 + r < E) {
+        if (ESZ == 4)
+          x = __ldg((const unsigned int*)p + r);
+        else
+          x = (uint32_t)__ldg((const unsigned short*)p + r) << 16;
       }
+      out[r] = x;
     }
   }
 }
 
-/* ---- compute ------------------------------------------------------------------ */
+/* ---- small reductions inside a lane (balanced trees: the pick loop is latency-bound) */
 
-/* Max of key[0..EPL) as a balanced tree: depth log2(EPL) instead of a chain of
- * EPL - 1 dependent max operations (the pick loop is latency-bound). */
 template <int EPL>
 __device__ __forceinline__ uint32_t mr_tree_max(const uint32_t* key) {
   uint32_t m[EPL];
@@ -149,7 +251,7 @@ __device__ __forceinline__ uint32_t mr_tree_max(const uint32_t* key) {
 
 /* Max and its register index, ties to the lower register (= lower expert index).
  * The tree pairs ADJACENT blocks [r, r+s) and [r+s, r+2s), so the left operand
- * always holds the lower indices and wins ties; a strided pairing would not. */
+ * always holds the lower indices and wins ties. */
 template <int EPL>
 __device__ __forceinline__ uint32_t mr_tree_argmax(const uint32_t* key, int* idx) {
   uint32_t m[EPL];
@@ -171,106 +273,243 @@ __device__ __forceinline__ uint32_t mr_tree_argmax(const uint32_t* key, int* idx
   return m[0];
 }
 
-/* expert index of register r of this lane */
-template <int VW>
-__device__ __forceinline__ int mr_eidx(int r, uint32_t lane) {
-  return ((r / VW) * 32 + (int)lane) * VW + (r % VW);
+template <int EPL>
+__device__ __forceinline__ float mr_tree_fmax(const float* x) {
+  float m[EPL];
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) m[r] = x[r];
+#pragma unroll
+  for (int s = 1; s < EPL; s *= 2)
+#pragma unroll
+    for (int r = 0; r + s < EPL; r += 2 * s) m[r] = fmaxf(m[r], m[r + s]);
+  return m[0];
 }
 
-/*
- * Gate row t from raw[] (mr_gate_load). On return lanes j < k hold the j-th
- * pick: *out_id and *out_w (other lanes: unspecified). gbuf (E floats) and
- * gsel (G bytes) are this warp's shared-memory scratch for grouped selection
- * (unused otherwise). All 32 lanes must call, converged.
- */
+/* ---- weights ---------------------------------------------------------------------- */
+
+/* w (lanes < k: the unbiased score of pick `lane`, 0 for a -inf pick) -> final
+ * weight: renormalised in pick order (design.md 5), then scaled. */
+__device__ __forceinline__ float mr_finish_weight(const mr_gate_p& p, float w) {
+  if (p.renormalize) {
+    float tot = 0.0f;
+    const int k = p.top_k;
+#pragma unroll 4
+    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j);
+    return (w / fmaxf(tot, 1e-20f)) * p.scale;
+  }
+  return w * p.scale;
+}
+
+/* ---- PACKED ------------------------------------------------------------------------- */
+
 template <int DT, int EPL>
-__device__ __forceinline__ void mr_gate_compute(const mr_gate_args* a, int64_t t, uint32_t lane, const uint32_t* raw,
-                                                float* gbuf, unsigned char* gsel, int32_t* out_id, float* out_w) {
-  constexpr int ESZ = MR_ESZ(DT);
-  constexpr int VW = MR_VW(DT, EPL);
-  const int E = a->num_experts, k = a->top_k;
-  const int score = a->score;
-  const float* bias = a->bias;
-  const bool softmax = score == MOEROUTE_SCORE_SOFTMAX;
-  const bool key_is_logit = softmax && bias == NULL; /* contract 2.3 */
-  const bool packed = ESZ == 2 && a->packed;         /* implies key_is_logit */
-  const bool grouped = a->grouped != 0;
-
-  float x[EPL];
+__device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane, const uint32_t* raw, int32_t* out_id,
+                                               float* out_w) {
+  constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
+  constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
   uint32_t key[EPL];
-
-  /* 1. widen and clamp; packed keys straight from the raw bits */
+  float x[EPL];
+  const uint32_t ibase = 0xffffu - lane * (uint32_t)EPL;
+  /* key = ord16(logit) << 16 | (0xffff - e). fmaxf(v, -inf) turns NaN into
+   * -inf (fmaxf returns the other operand), + 0.0f turns -0 into +0 (the
+   * value is exact: a 16-bit float is an fp32 value); +inf stays +inf in the
+   * key, above every finite 16-bit value, as FLT_MAX would be. x: the clamped
+   * logit (design.md 1-2) for the softmax denominator. */
 #pragma unroll
   for (int r = 0; r < EPL; ++r) {
-    const int e = mr_eidx<VW>(r, lane);
-    const float v = mr_clamp_logit(mr_raw_to_float<DT>(raw[r]));
-    x[r] = e < E ? v : -INFINITY;
-    if (ESZ == 2) {
-      uint32_t h = raw[r];
-      h = mr_is_nan16<DT>(h) ? mr_neg_inf16<DT>() : h;
-      h = h == 0x8000u ? 0u : h; /* -0 ties with +0 */
-      key[r] = e < E ? (mr_ord16(h) << 16) | (0xffffu - (uint32_t)e) : 0u;
-    }
+    const float f = fmaxf(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(raw[r]) : mr_f16hi_to_float(raw[r]), -INFINITY) +
+                    0.0f;
+    x[r] = fminf(f, FLT_MAX);
+    const uint32_t b = DT == MOEROUTE_DTYPE_BF16 ? __float_as_uint(f) : mr_float_to_f16hi(f);
+    const uint32_t o = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u); /* low half: 0 or 0xffff */
+    key[r] = (o & 0xffff0000u) | (ibase - (uint32_t)r);
   }
 
-  /* 2. softmax: max and sum over the valid logits (design.md 3). The max is
-   * exact (a REDUX on ordered keys); the sum's order is fixed (per lane in
-   * register order, then a butterfly, which gives every lane the same bits),
-   * but differs from the CPU's: a few ulp, within the contract's 1e-5. */
-  float max = -INFINITY, sum = 0.0f;
-  /* When the keys do not need the sum (they are the logits), its five butterfly
-   * steps are interleaved with the picks below, hiding their shuffle latency. */
-  const bool defer_sum = key_is_logit && !grouped;
-  int sum_steps = softmax ? 0 : 5;
-  if (softmax) {
-    float m = -INFINITY;
+  const int k = p.top_k;
+  float max = 0.0f, sum = 0.0f;
+  uint32_t my_key = 0u;
+#pragma unroll 1
+  for (int j = 0; j < k; ++j) {
+    const uint32_t m = __reduce_max_sync(MR_FULL_MASK, mr_tree_max<EPL>(key));
+    if (j == 0) { /* warp-uniform: pick 0 is the row maximum; the denominator */
+      uint32_t o = m >> 16;
+      o = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu); /* unord16 */
+      max = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(o << 16) : mr_f16hi_to_float(o << 16));
+      if (max != -INFINITY) {
 #pragma unroll
-    for (int r = 0; r < EPL; ++r) m = fmaxf(m, x[r]);
-    max = mr_unord32(__reduce_max_sync(MR_FULL_MASK, mr_ord32(m)));
+        for (int r = 0; r < EPL; ++r) sum += mr_exp_sum_term(x[r] - max);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < EPL; ++r) key[r] = key[r] == m ? 0u : key[r];
+    my_key = (int)lane == j ? m : my_key;
+    if (j >= 1 && j <= 5) sum += __shfl_xor_sync(MR_FULL_MASK, sum, 32 >> j);
+  }
+#pragma unroll 1
+  for (int j = k < 1 ? 1 : k; j <= 5; ++j) sum += __shfl_xor_sync(MR_FULL_MASK, sum, 32 >> j);
+
+  /* weights: lane j < k holds pick j (design.md 4: a -inf pick weighs 0) */
+  float w = 0.0f;
+  const uint32_t o = my_key >> 16;
+  if ((int)lane < k && o != ONINF) {
+    const uint32_t u = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu);
+    const float xv = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(u << 16) : mr_f16hi_to_float(u << 16));
+    w = expf(xv - max) / sum; /* not -inf, so max > -inf and sum >= 1 */
+  }
+  *out_w = mr_finish_weight(p, w);
+  *out_id = (int32_t)(0xffffu - (my_key & 0xffffu));
+}
+
+/* ---- FULL and GROUPED ----------------------------------------------------------------- */
+
+/*
+ * braw: this lane's bias (fp32 bits, 0 past E; all 0 without bias). gbuf (E
+ * floats, 16-byte aligned) and gsel (G bytes) are this warp's shared-memory
+ * scratch for grouped selection. row: the row (weights re-read the picked
+ * logit); live = false: a dry run, no memory read.
+ */
+template <int DT, int EPL, bool GROUPED>
+__device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, const uint32_t* raw,
+                                             const uint32_t* braw, const unsigned char* row, bool live, float* gbuf,
+                                             unsigned char* gsel, int32_t* out_id, float* out_w) {
+  constexpr int W = MR_ESZ(DT);
+  const int E = p.num_experts, k = p.top_k;
+  const int score = p.score;
+  const bool f16 = p.f16 != 0;
+  const bool softmax = score == MOEROUTE_SCORE_SOFTMAX;
+  const bool has_bias = p.bias != NULL;
+  const bool key_is_logit = softmax && !has_bias; /* contract 2.3 */
+  const int e0 = (int)lane * EPL;
+
+  float x[EPL];
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) x[r] = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
+
+  /* softmax max (exact: a REDUX on ordered keys) and denominator */
+  float max = -INFINITY, sum = 0.0f;
+  if (softmax) {
+    max = mr_unord32(__reduce_max_sync(MR_FULL_MASK, mr_ord32(mr_tree_fmax<EPL>(x))));
     if (max != -INFINITY) {
 #pragma unroll
-      for (int r = 0; r < EPL; ++r) sum += expf(x[r] - max);
+      for (int r = 0; r < EPL; ++r) sum += mr_exp_sum_term(x[r] - max);
     }
-    /* (a row without a valid logit adds zeros: every lane agrees on max) */
-    if (!defer_sum) {
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
-      sum_steps = 5;
-    }
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
   }
 
-  /* 3. keys (full form), and the group values s + bias */
-  if (grouped) __syncwarp(); /* the previous row's readers of gbuf are done */
-  if (!packed || grouped) {
-    const bool need_s = !key_is_logit || grouped;
+  /* selection values s + bias (the keys unless the key is the logit; the group
+   * values always). Four elements per trip of a rolled loop that rotates the
+   * arrays by four: each score's code exists once, not EPL times (a score is
+   * 20-40 instructions; at decode every instruction is fetched cold). After
+   * EPL/4 trips x and braw are back in place and kv[r] belongs to x[r]. */
+  uint32_t key[EPL];
+  float kv[EPL];
+  if (!key_is_logit || GROUPED) {
+    uint32_t bb[EPL];
+#pragma unroll
+    for (int r = 0; r < EPL; ++r) bb[r] = braw[r];
+#pragma unroll 1
+    for (int g = 0; g < EPL / 4; ++g) {
+      float s4[4];
+      if (softmax) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s4[i] = max == -INFINITY ? 0.0f : expf(x[i] - max) / sum;
+      } else if (score == MOEROUTE_SCORE_SIGMOID) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s4[i] = 1.0f / (1.0f + expf(-x[i]));
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) s4[i] = sqrtf(fmaxf(x[i], 0.0f) + log1pf(expf(-fabsf(x[i]))));
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) s4[i] = x[i] == -INFINITY ? -INFINITY : s4[i] + __uint_as_float(bb[i]);
+      float x4[4];
+      uint32_t b4[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        x4[i] = x[i];
+        b4[i] = bb[i];
+      }
+#pragma unroll
+      for (int r = 0; r + 4 < EPL; ++r) {
+        x[r] = x[r + 4];
+        bb[r] = bb[r + 4];
+        kv[r] = kv[r + 4];
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        x[EPL - 4 + i] = x4[i];
+        bb[EPL - 4 + i] = b4[i];
+        kv[EPL - 4 + i] = s4[i];
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) key[r] = mr_ord32(key_is_logit ? x[r] : kv[r]);
+
+  if (GROUPED && p.group_reg_lanes > 0) {
+    /* contract 2.4, design.md 1, every group in LPG whole lanes (DeepSeek-V3:
+     * E = 256, G = 8: 4 lanes of 8): the two largest s + bias of each lane
+     * (a multiset: equal values count twice), merged over the group's lanes by
+     * a butterfly; the group's first lane holds its score. */
+    const int LPG = p.group_reg_lanes;
+    float m1 = -INFINITY, m2 = -INFINITY;
 #pragma unroll
     for (int r = 0; r < EPL; ++r) {
-      const int e = mr_eidx<VW>(r, lane);
-      const bool valid = e < E;
-      float kv = x[r];
-      if (need_s) {
-        const float s = mr_score(score, x[r], max, sum);
-        const float b = (bias != NULL && valid) ? __ldg(bias + e) : 0.0f;
-        kv = x[r] == -INFINITY ? -INFINITY : s + b;
-        if (grouped && valid) gbuf[e] = kv;
-      }
-      if (!packed) key[r] = valid ? mr_ord32(key_is_logit ? x[r] : kv) : 0u;
+      const float v = kv[r];
+      const float low = v < m1 ? v : m1;
+      m2 = low > m2 ? low : m2;
+      m1 = v > m1 ? v : m1;
     }
-  }
-
-  /* 4. grouped selection (contract 2.4, design.md 1) */
-  if (grouped) {
+#pragma unroll 1
+    for (int off = 1; off < LPG; off <<= 1) {
+      const float o1 = __shfl_xor_sync(MR_FULL_MASK, m1, off);
+      const float o2 = __shfl_xor_sync(MR_FULL_MASK, m2, off);
+      const float lo = m1 < o1 ? m1 : o1;
+      const float hi2 = m2 > o2 ? m2 : o2;
+      m1 = m1 > o1 ? m1 : o1;
+      m2 = lo > hi2 ? lo : hi2;
+    }
+    const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
+    /* groups in lane order: the lowest lane holding the max is the lowest group */
+    uint32_t gk = ((lane & (uint32_t)(LPG - 1)) == 0u && e0 < E) ? mr_ord32(gv) : 0u;
+    uint32_t kept = 0u;
+#pragma unroll 1
+    for (int j = 0; j < p.topk_groups; ++j) {
+      const uint32_t m = __reduce_max_sync(MR_FULL_MASK, gk);
+      const uint32_t wl = (uint32_t)__ffs(__ballot_sync(MR_FULL_MASK, gk == m)) - 1u;
+      if (lane == wl) {
+        gk = 0u;
+        kept = 1u;
+      }
+    }
+    const uint32_t kept_mask = __ballot_sync(MR_FULL_MASK, kept);
+    if (((kept_mask >> (lane & ~(uint32_t)(LPG - 1))) & 1u) == 0u) {
+#pragma unroll
+      for (int r = 0; r < EPL; ++r) key[r] = MR_ORD_NEG_INF;
+    }
+  } else if (GROUPED) { /* contract 2.4, design.md 1: through shared memory */
+    __syncwarp(); /* the previous row's readers of gbuf are done */
+    if (e0 + EPL <= E) {
+#pragma unroll
+      for (int r = 0; r < EPL; r += 4) *(float4*)(gbuf + e0 + r) = make_float4(kv[r], kv[r + 1], kv[r + 2], kv[r + 3]);
+    } else {
+#pragma unroll
+      for (int r = 0; r < EPL; ++r)
+        if (e0 + r < E) gbuf[e0 + r] = kv[r];
+    }
     __syncwarp();
-    const int G = a->num_groups, GS = a->group_size, LP = a->group_lanes;
+    const int G = p.num_groups, GS = p.group_size, LP = p.group_lanes;
     const bool small = G <= 16;
-    uint32_t gkey[EPL];
+    constexpr int NG = EPL; /* candidate groups per lane (large G): G <= E <= 32 * EPL */
+    uint32_t gkey[NG];
     if (small) {
       /* LP lanes per group, each scanning every LP-th member, then merged by a
        * butterfly inside the group's lanes */
-      const int g = (int)lane >> a->group_lanes_shift, p = (int)lane & (LP - 1);
+      const int g = (int)lane >> p.group_lanes_shift, q = (int)lane & (LP - 1);
       float m1 = -INFINITY, m2 = -INFINITY;
       if (g < G) {
-        for (int m = p; m < GS; m += LP) {
+        for (int m = q; m < GS; m += LP) {
           const float v = gbuf[g * GS + m];
           const float low = v < m1 ? v : m1;
           m2 = low > m2 ? low : m2;
@@ -286,13 +525,13 @@ __device__ __forceinline__ void mr_gate_compute(const mr_gate_args* a, int64_t t
         m1 = m1 > o1 ? m1 : o1;
         m2 = lo > hi2 ? lo : hi2;
       }
-      const float gv = a->group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
+      const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
 #pragma unroll
-      for (int i = 0; i < EPL; ++i) gkey[i] = (i == 0 && p == 0 && g < G) ? mr_ord32(gv) : 0u;
+      for (int i = 0; i < NG; ++i) gkey[i] = (i == 0 && q == 0 && g < G) ? mr_ord32(gv) : 0u;
     } else {
-      /* lane l owns groups l, l + 32, ... (G <= E <= 32 * EPL) */
+      /* lane l owns groups l, l + 32, ... */
 #pragma unroll
-      for (int i = 0; i < EPL; ++i) {
+      for (int i = 0; i < NG; ++i) {
         const int g = (int)lane + 32 * i;
         uint32_t kk = 0u;
         if (g < G) {
@@ -303,32 +542,48 @@ __device__ __forceinline__ void mr_gate_compute(const mr_gate_args* a, int64_t t
             m2 = low > m2 ? low : m2;
             m1 = v > m1 ? v : m1;
           }
-          kk = mr_ord32(a->group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2);
+          kk = mr_ord32(p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2);
         }
         gkey[i] = kk;
       }
     }
     /* keep the topk_groups best groups; ties to the lower group index */
     uint32_t kept_bits = 0u; /* bit i: my candidate i is kept */
-    for (int j = 0; j < a->topk_groups; ++j) {
-      uint32_t best = 0u;
-      int bi = 0;
-#pragma unroll
-      for (int i = 0; i < EPL; ++i) {
-        if (gkey[i] > best) {
-          best = gkey[i];
-          bi = i;
+    if (small) {
+      /* one candidate per lane, groups in lane order: the lowest lane holding
+       * the max is the lowest group */
+      uint32_t gk = gkey[0];
+#pragma unroll 1
+      for (int j = 0; j < p.topk_groups; ++j) {
+        const uint32_t m = __reduce_max_sync(MR_FULL_MASK, gk);
+        const uint32_t wl = (uint32_t)__ffs(__ballot_sync(MR_FULL_MASK, gk == m)) - 1u;
+        if (lane == wl) {
+          gk = 0u;
+          kept_bits = 1u;
         }
       }
-      const uint32_t m = __reduce_max_sync(MR_FULL_MASK, best);
-      const uint32_t my_g = small ? lane >> a->group_lanes_shift : lane + 32u * (uint32_t)bi;
-      const uint32_t win = __reduce_min_sync(MR_FULL_MASK, best == m ? my_g : 0xffffffffu);
+    } else {
+#pragma unroll 1
+      for (int j = 0; j < p.topk_groups; ++j) {
+        uint32_t best = 0u;
+        int bi = 0;
 #pragma unroll
-      for (int i = 0; i < EPL; ++i) {
-        const uint32_t gi = small ? lane >> a->group_lanes_shift : lane + 32u * (uint32_t)i;
-        if (gkey[i] != 0u && gi == win) {
-          gkey[i] = 0u;
-          kept_bits |= 1u << i;
+        for (int i = 0; i < NG; ++i) {
+          if (gkey[i] > best) {
+            best = gkey[i];
+            bi = i;
+          }
+        }
+        const uint32_t m = __reduce_max_sync(MR_FULL_MASK, best);
+        const uint32_t my_g = lane + 32u * (uint32_t)bi;
+        const uint32_t win = __reduce_min_sync(MR_FULL_MASK, best == m ? my_g : 0xffffffffu);
+#pragma unroll
+        for (int i = 0; i < NG; ++i) {
+          const uint32_t gi = lane + 32u * (uint32_t)i;
+          if (gkey[i] != 0u && gi == win) {
+            gkey[i] = 0u;
+            kept_bits |= 1u << i;
+          }
         }
       }
     }
@@ -338,91 +593,82 @@ __device__ __forceinline__ void mr_gate_compute(const mr_gate_args* a, int64_t t
       kept_mask = __ballot_sync(MR_FULL_MASK, kept_bits & 1u);
     } else {
 #pragma unroll
-      for (int i = 0; i < EPL; ++i) {
+      for (int i = 0; i < NG; ++i) {
         const int g = (int)lane + 32 * i;
         if (g < G) gsel[g] = (unsigned char)((kept_bits >> i) & 1u);
       }
       __syncwarp();
     }
-    /* keys outside the kept groups become -inf (keeping the index in packed keys) */
-    const uint32_t neg_key16 = ESZ == 2 ? mr_ord16(mr_neg_inf16<DT>()) << 16 : 0u;
+    /* keys outside the kept groups become -inf */
 #pragma unroll
     for (int r = 0; r < EPL; ++r) {
-      const int e = mr_eidx<VW>(r, lane);
+      const int e = e0 + r;
       if (e < E) {
-        const uint32_t g = ((uint32_t)e * a->group_magic) >> 22;
+        const uint32_t g = ((uint32_t)e * p.group_magic) >> 22;
         const bool kept = G <= 32 ? ((kept_mask >> (g * (uint32_t)LP)) & 1u) != 0u : gsel[g] != 0;
-        if (!kept) key[r] = packed ? (neg_key16 | (0xffffu - (uint32_t)e)) : MR_ORD_NEG_INF;
+        if (!kept) key[r] = MR_ORD_NEG_INF;
       }
     }
   }
 
-  /* 5. top-k: k picks, each the warp-wide max key (ties: lower index) */
+  /* top-k: the max key, then the lowest lane holding it (= lowest index) */
   uint32_t my_key = 0u;
   int32_t my_id = 0;
-  if (packed) {
-    for (int j = 0; j < k; ++j) {
-      const uint32_t m = __reduce_max_sync(MR_FULL_MASK, mr_tree_max<EPL>(key));
+  int32_t pend_id = 0;
+#pragma unroll 1
+  for (int j = 0; j < k; ++j) {
+    int bi;
+    const uint32_t best = mr_tree_argmax<EPL>(key, &bi);
+    if ((int)lane == j - 1) my_id = pend_id; /* the previous pick's id (its shuffle has landed) */
+    const uint32_t m = __reduce_max_sync(MR_FULL_MASK, best);
+    const uint32_t bal = __ballot_sync(MR_FULL_MASK, best == m);
+    const uint32_t wl = (uint32_t)__ffs(bal) - 1u;
+    const bool mine = lane == wl;
 #pragma unroll
-      for (int r = 0; r < EPL; ++r) key[r] = key[r] == m ? 0u : key[r];
-      if ((int)lane == j) my_key = m;
-      if (sum_steps < 5) { /* warp-uniform */
-        sum += __shfl_xor_sync(MR_FULL_MASK, sum, 16 >> sum_steps);
-        ++sum_steps;
-      }
-    }
-    my_id = (int32_t)(0xffffu - (my_key & 0xffffu));
-  } else {
-    for (int j = 0; j < k; ++j) {
-      int bi;
-      const uint32_t best = mr_tree_argmax<EPL>(key, &bi);
-      const uint32_t m = __reduce_max_sync(MR_FULL_MASK, best);
-      const uint32_t cand = best == m ? (uint32_t)(((bi / VW) * 32 + (int)lane) * VW + (bi % VW)) : 0xffffffffu;
-      const uint32_t id = __reduce_min_sync(MR_FULL_MASK, cand);
-#pragma unroll
-      for (int r = 0; r < EPL; ++r) key[r] = (uint32_t)mr_eidx<VW>(r, lane) == id ? 0u : key[r];
-      if ((int)lane == j) {
-        my_key = m;
-        my_id = (int32_t)id;
-      }
-      if (sum_steps < 5) {
-        sum += __shfl_xor_sync(MR_FULL_MASK, sum, 16 >> sum_steps);
-        ++sum_steps;
-      }
-    }
+    for (int r = 0; r < EPL; ++r) key[r] = (mine && bi == r) ? 0u : key[r];
+    pend_id = (int32_t)(wl * (uint32_t)EPL) + __shfl_sync(MR_FULL_MASK, bi, wl);
+    my_key = (int)lane == j ? m : my_key;
   }
-  for (; sum_steps < 5; ++sum_steps) sum += __shfl_xor_sync(MR_FULL_MASK, sum, 16 >> sum_steps);
+  if ((int)lane == k - 1) my_id = pend_id;
 
-  /* 6. weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
+  /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
   float w = 0.0f;
-  if ((int)lane < k) {
-    const bool neg = packed ? (my_key >> 16) == mr_ord16(mr_neg_inf16<DT>()) : my_key == MR_ORD_NEG_INF;
-    if (!neg) {
-      float xv;
-      if (packed) {
-        xv = mr_clamp_logit(mr_raw_to_float<DT>(mr_unord16(my_key >> 16)));
-      } else if (key_is_logit) {
-        xv = mr_unord32(my_key);
-      } else {
-        const unsigned char* row = (const unsigned char*)a->logits + (size_t)t * (size_t)a->row_stride * ESZ;
-        const uint32_t r = ESZ == 4 ? __ldg((const unsigned int*)row + my_id)
-                                    : (uint32_t)__ldg((const unsigned short*)row + my_id);
-        xv = mr_clamp_logit(mr_raw_to_float<DT>(r));
-      }
-      w = mr_score(score, xv, max, sum);
+  if ((int)lane < k && my_key != MR_ORD_NEG_INF) {
+    float xv;
+    if (key_is_logit) {
+      xv = mr_unord32(my_key);
+    } else {
+      uint32_t r = 0u;
+      if (live && W == 4) r = __ldg((const unsigned int*)row + my_id);
+      if (live && W == 2) r = (uint32_t)__ldg((const unsigned short*)row + my_id) << 16;
+      xv = mr_clamp_logit(mr_raw_float<W>(r, f16));
     }
+    w = mr_score(score, xv, max, sum);
   }
-  /* design.md 5: the sum in pick order j = 0..k-1, like the CPU backend */
-  if (a->renormalize) {
-    float tot = 0.0f;
-#pragma unroll 8
-    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j);
-    w = (w / fmaxf(tot, 1e-20f)) * a->scale;
-  } else {
-    w = w * a->scale;
-  }
+  *out_w = mr_finish_weight(p, w);
   *out_id = my_id;
-  *out_w = w;
+}
+
+/*
+ * One row, any kind: raw from mr_load_lane (the logits, -inf past E), braw the
+ * bias (FULL/GROUPED; ignored by PACKED).
+ */
+template <int DT, int EPL, int KIND>
+__device__ __forceinline__ void mr_gate_row(const mr_gate_p& p, uint32_t lane, const uint32_t* raw,
+                                            const uint32_t* braw, const unsigned char* row, bool live, float* gbuf,
+                                            unsigned char* gsel, int32_t* id, float* w) {
+  if (KIND == MR_KIND_PACKED)
+    mr_gate_packed<DT, EPL>(p, lane, raw, id, w);
+  else
+    mr_gate_full<DT, EPL, KIND == MR_KIND_GROUPED>(p, lane, raw, braw, row, live, gbuf, gsel, id, w);
+}
+
+/* -inf in the raw form of dtype DT (high-aligned for 16-bit) */
+template <int DT>
+__device__ __forceinline__ uint32_t mr_raw_neg_inf(bool f16) {
+  if (DT == MOEROUTE_DTYPE_FP32) return 0xff800000u;
+  if (DT == MOEROUTE_DTYPE_FP16) return 0xfc000000u;
+  return f16 ? 0xfc000000u : 0xff800000u; /* BF16 class: bf16, or fp16 folded in */
 }
 
 #endif /* MOEROUTE_CUDA_GATE_CUH */

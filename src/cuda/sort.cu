@@ -5,9 +5,15 @@
  * 1. One launch, for T*k <= 1024 (decode; sort.cuh explains the mask table):
  *    R routing CTAs each read all T*k ids, build the full mask table in their
  *    own shared memory and scan it (the redundant part is small), then each
- *    emits a 1/R share of the experts. More CTAs, none routing, clear moe_buf.
+ *    places 1/R of the entries and pads 1/R of the experts (the small sort of
+ *    sort.cuh, shared with the fused route). More CTAs, none routing, clear
+ *    moe_buf.
  *
- * 2. General (any T*k), three launches, deterministic, no host sync:
+ * 2. General (any T*k): by default the large path of large.cu (three launches
+ *    chained by programmatic dependent launch, moe_buf cleared underneath; see
+ *    large.cu and dev/large-notes.md). mr_cuda_tune.general_v1 = 1 selects the
+ *    run-1 general path below (the fallback), three launches, deterministic,
+ *    no host sync:
  *    A count:   CTA c histograms chunk c (CE consecutive entries) into
  *               counts[e][c] (shared atomics: counts are order-free).
  *    B scan:    one warp per expert scans counts[e][*] over the chunks in
@@ -26,62 +32,79 @@
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "cuda/sort.cuh"
+#include "cuda/large.cuh"
 
 /* ======================================================================== */
 /* 1. one launch                                                             */
 /* ======================================================================== */
 
-__global__ void __launch_bounds__(MR_SORT_THREADS)
-    mr_small_sort_kernel(const __grid_constant__ mr_sort_out o, const int32_t* topk_ids,
-                         const float* topk_weights, uint32_t routing_ctas, int nw) {
+/* Entries -> shared memory, then the small sort of sort.cuh (which gives the
+ * fused route kernel's bits). No dry-run warp here (measured in run 3: the ids
+ * arrive within ~200 cycles, so a dry pass cannot hide behind them and delays
+ * the first CTA barrier by ~2000 cycles; dev/cuda-notes.md v3). */
+__global__ void __launch_bounds__(MR_SORT_THREADS, 1)
+    mr_small_sort_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_small_p sp,
+                         const int32_t* topk_ids, const float* topk_weights, uint32_t routing_ctas) {
   if (blockIdx.x >= routing_ctas) {
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - routing_ctas) * blockDim.x);
     return;
   }
   MR_STAMP(0);
-  extern __shared__ uint32_t mr_small_smem[];
-  const int E = o.num_experts;
-  uint32_t* maskw = mr_small_smem;
-  uint32_t* s_warp = maskw + E * nw;
+  extern __shared__ __align__(16) uint32_t mr_small_smem[];
+  uint32_t* sm = mr_small_smem;
   const uint32_t tid = threadIdx.x;
-  const uint32_t n = (uint32_t)(o.num_tokens * o.top_k);
+  const uint32_t n = sp.n;
   const uint32_t en_bits = mr_small_enabled(&o);
-
-  for (uint32_t i = tid; i < (uint32_t)(E * nw); i += MR_SORT_THREADS) maskw[i] = 0u;
-  __syncthreads(); /* cleared before any bit is set */
-  MR_STAMP(1);
-  for (uint32_t i = tid; i < n; i += MR_SORT_THREADS) {
-    const uint32_t e = (uint32_t)__ldg(topk_ids + i);
-    if (e < (uint32_t)E) atomicOr(&maskw[e * (uint32_t)nw + i / 32u], 1u << (i % 32u)); /* ids outside [0,E): dropped */
+  /* this thread's entries (n <= 1024: at most 4), loads in flight together */
+  uint32_t id[4], wb[4];
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const uint32_t i = tid + (uint32_t)m * MR_SORT_THREADS;
+    id[m] = 0xffffffffu;
+    wb[m] = 0u;
+    if (i < n) {
+      id[m] = (uint32_t)__ldg(topk_ids + i);
+      if (topk_weights) wb[m] = __ldg((const unsigned int*)topk_weights + i);
+    }
   }
-  __syncthreads(); /* table complete */
-  MR_STAMP(5);
-  const uint32_t total = mr_small_scan_emit(&o, maskw, nw, s_warp, (const uint32_t*)topk_weights, blockIdx.x,
-                                            routing_ctas, en_bits);
-  if (blockIdx.x == 0 && tid == 0) mr_emit_totals(&o, total);
+  uint32_t* maskw = mr_small_mask(sm, sp);
+  const uint32_t mask_words = sp.E * sp.nw;
+#pragma unroll 1
+  for (uint32_t i = tid; i < mask_words; i += MR_SORT_THREADS) maskw[i] = 0u;
+  MR_STAMP(1);
+  uint32_t* ent = mr_small_ent(sm);
+#pragma unroll
+  for (int m = 0; m < 4; ++m) {
+    const uint32_t i = tid + (uint32_t)m * MR_SORT_THREADS;
+    if (i < n) *(uint2*)(ent + 2u * i) = make_uint2(id[m], wb[m]);
+  }
+  MR_STAMP(4);
+  mr_small_post(o, sp, sm, blockIdx.x, routing_ctas, en_bits, true);
   MR_STAMP(7);
 }
 
 extern "C" int mr_cuda_small_sort_fits(const mr_config* cfg) {
   const int64_t n = cfg->num_tokens * cfg->top_k;
   const int64_t nw = (n + 31) / 32;
+  /* shared memory: mr_small_words <= 64 + 2048 + 6144 + 1024 + 8 words (< 48 KB) */
   return n <= MR_SMALL_MAX_ENTRIES && (int64_t)cfg->num_experts * nw <= MR_SMALL_MAX_MASK_WORDS;
 }
 
 extern "C" cudaError_t mr_cuda_launch_small_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                                  const float* topk_weights, cudaStream_t stream) {
-  const int64_t n = cfg->num_tokens * cfg->top_k;
-  const int nw = (int)((n + 31) / 32);
   /* Routing CTAs: 8. Each builds and scans the whole table (the same latency
-   * anywhere) and emits 1/8 of the experts; measured best or within noise at
-   * T = 1..16 for every preset timed (dev/cuda-notes.md, run 2). */
+   * anywhere) and writes 1/8 of the entries and of the experts' padding;
+   * measured best or within noise at T = 1..16 for every preset timed
+   * (dev/cuda-notes.md, run 2). */
   int r = 8;
   if (mr_cuda_tune.small_sort_ctas > 0) r = mr_cuda_tune.small_sort_ctas;
+  mr_small_p sp;
+  mr_small_p_init(cfg, (uint32_t)r, &sp);
   const int clear = mr_cuda_clear_ctas(cfg->moe_buf_bytes, MR_SORT_THREADS);
-  const size_t smem = ((size_t)cfg->num_experts * (size_t)nw + 8u) * 4u;
+  const size_t smem = (size_t)mr_small_words(sp.n, sp.E, sp.nw) * 4u;
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(r + clear), MR_SORT_THREADS, smem, stream);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_small_sort_kernel, *o, topk_ids, topk_weights, (uint32_t)r, nw));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_small_sort_kernel, *o, sp, topk_ids, topk_weights, (uint32_t)r));
   return cudaSuccess;
 }
 
@@ -106,10 +129,17 @@ static void mr_general_chunks(const mr_config* cfg, int64_t* chunk_entries, int6
 
 #define MR_ALIGN_UP(x) (((x) + 255u) & ~(size_t)255u)
 
-extern "C" size_t mr_cuda_general_sort_workspace(const mr_config* cfg) {
+static size_t mr_general_v1_workspace(const mr_config* cfg) {
   int64_t ce, nc;
   mr_general_chunks(cfg, &ce, &nc);
   return MR_ALIGN_UP((size_t)cfg->num_experts * (size_t)nc * 4u) + MR_ALIGN_UP((size_t)cfg->num_experts * 4u);
+}
+
+/* The larger of the two general paths' needs, so that the fallback knob can be
+ * flipped between calls without changing the size callers were told. */
+extern "C" size_t mr_cuda_general_sort_workspace(const mr_config* cfg) {
+  const size_t v1 = mr_general_v1_workspace(cfg), large = mr_cuda_large_sort_workspace(cfg);
+  return v1 > large ? v1 : large;
 }
 
 /* A: per-chunk histograms. counts is [E][NC] (expert-major: B scans rows). */
@@ -273,6 +303,8 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
 extern "C" cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out* o,
                                                    const int32_t* topk_ids, const float* topk_weights,
                                                    void* workspace, cudaStream_t stream) {
+  if (!mr_cuda_tune.general_v1)
+    return mr_cuda_launch_large_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
   int64_t ce, nc;
   mr_general_chunks(cfg, &ce, &nc);
   const int E = cfg->num_experts;

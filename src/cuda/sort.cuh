@@ -18,9 +18,10 @@
  * (possible in sort's input) are just two bits.
  *
  * Work split: scan thread tid owns experts [tid*EPT, tid*EPT + EPT) with
- * EPT = ceil(E/256); a warp emits the experts its own lanes scanned (no second
- * block barrier). Among R cooperating CTAs, CTA r emits the experts with
- * e % R == r.
+ * EPT = ceil(E/256). Among R cooperating CTAs, CTA r places the entries
+ * i % R == r (one thread each) and writes the padding and block ids of the
+ * experts e % R == r (a warp per expert). mr_emit_entry / mr_emit_padding /
+ * mr_emit_totals are also used by the general path (sort.cu, section 2).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -93,108 +94,234 @@ __device__ __forceinline__ uint32_t mr_small_enabled(const mr_sort_out* o) {
   return bits;
 }
 
-/* Emit expert e (one warp): its entries in rank order, padding, block ids. */
-__device__ __forceinline__ void mr_emit_expert(const mr_sort_out* o, const uint32_t* maskw, int nw, uint32_t e,
-                                               uint32_t start, uint32_t cnt, uint32_t local_id,
-                                               const uint32_t* weight_bits, uint32_t lane) {
-  const uint32_t U = (uint32_t)o->unit_size;
-  const uint32_t* words = maskw + e * (uint32_t)nw;
-  /* lane l takes word l (nw <= 32); its entries' ranks start at the popcount of
-   * the words below it: up to 4 words (T*k <= 128, decode) each lane adds them
-   * itself (independent loads), beyond that a warp scan */
-  uint32_t word = (int)lane < nw ? words[lane] : 0u;
-  uint32_t base = 0;
-  if (nw <= 4) {
-#pragma unroll
-    for (int w = 0; w < 4; ++w)
-      if (w < nw && (uint32_t)w < lane) base += __popc(words[w]);
-  } else {
-    const uint32_t pc = __popc(word);
-    base = mr_warp_incl_scan(pc, lane) - pc;
-  }
-  uint32_t pos = start + base;
-  while (word) {
-    const uint32_t b = __ffs(word) - 1;
-    word &= word - 1;
-    mr_emit_entry(o, pos++, lane * 32u + b, weight_bits);
-  }
-  mr_emit_padding(o, start, cnt, (cnt + U - 1) / U * U, local_id, lane);
+/*
+ * ---- The small sort after its inputs are in shared memory (v3) -------------
+ *
+ * Shared by the one-launch sort kernel (sort.cu) and the fused route kernel
+ * (fused.cu), so both give the same bits. Shared memory (words, in this
+ * order; mr_small_words): dry-run scratch [64] | entries [2n] (expert id,
+ * weight bits of entry i = t*k + slot) | mask table [E*NW] | start table [E] |
+ * warp totals [8].
+ *
+ * Per routing CTA `rank` of `nranks`, after the entries are complete:
+ *   1. mask table from the entries (shared atomicOr: order-free, deterministic);
+ *   2. counts (popcounts), blocks per expert ceil(cnt/U), one block-wide scan of
+ *      (blocks | enabled << 16): start block and local id of every expert
+ *      together; the start table publishes them (bit 31: expert masked off);
+ *   3. entries, in parallel: entry i (i % nranks == rank) goes to
+ *      start + popcount of its expert's bits below i;
+ *   4. padding and block ids of the experts e % nranks == rank that have entries
+ *      (a warp per expert: coalesced stores), walking only those experts;
+ *   5. totals (rank 0).
+ * Four CTA barriers. Integer divisions by run-time k, U and nranks are
+ * multiplications by host-computed reciprocals (exact in these ranges).
+ *
+ * live = false is a dry run (instruction-cache warming, fused.cu): the same
+ * instructions on the dry-run scratch with every global store off and a named
+ * barrier of one warp in place of the CTA barrier; loop trip counts stay tiny.
+ */
+typedef struct mr_small_p {
+  uint32_t n;      /* T*k entries */
+  uint32_t nw;     /* mask words per expert, ceil(n / 32) */
+  uint32_t k;
+  uint32_t kmagic; /* t = (i * kmagic) >> 20 = i / k (i * k < 2^20) */
+  uint32_t E;
+  uint32_t ept;    /* experts per scan thread, ceil(E / 256) <= 4 */
+  uint32_t U;
+  uint32_t umagic; /* ceil(2^32 / U): x / U = umulhi(x, umagic) (x * U < 2^32); 0 when U == 1 */
+  uint32_t T;
+  uint32_t rmagic; /* ceil(2^20 / nranks): e / nranks = (e * rmagic) >> 20 (e * nranks < 2^20) */
+} mr_small_p;
+
+static inline void mr_small_p_init(const mr_config* cfg, uint32_t nranks, mr_small_p* p) {
+  const uint32_t n = (uint32_t)(cfg->num_tokens * cfg->top_k);
+  p->n = n;
+  p->nw = (n + 31u) / 32u;
+  p->k = (uint32_t)cfg->top_k;
+  p->kmagic = ((1u << 20) + p->k - 1u) / p->k;
+  p->E = (uint32_t)cfg->num_experts;
+  p->ept = (p->E + MR_SORT_THREADS - 1u) / MR_SORT_THREADS;
+  p->U = (uint32_t)cfg->unit_size;
+  p->umagic = p->U <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + p->U - 1u) / p->U);
+  p->T = (uint32_t)cfg->num_tokens;
+  if (nranks < 1u) nranks = 1u;
+  p->rmagic = ((1u << 20) + nranks - 1u) / nranks;
 }
 
-/*
- * Scan and emit of the small sort (all MR_SORT_THREADS threads call, after the
- * mask table is complete). Returns total.
- *
- * Scan: each expert contributes pad_e | enabled_e << 21 to one 32-bit block
- * scan, so the padded start and the local id (enabled experts below e) come out
- * of the same pass: pads sum to at most T*k + E*(U-1) <= 1024 + 1024*1023 < 2^21
- * and the enabled count to at most 1024 < 2^11. One __syncthreads (the warp
- * totals).
- *
- * Emit: the results stay in the scan threads' registers. For each of its
- * expert slots q, a warp ballots "has entries and is mine (e % nranks ==
- * rank)" and walks only the set bits, fetching start / count / local id from
- * the owning lane with shuffles: no shared-memory table, no second barrier, and
- * no serial walk over empty experts.
- */
-__device__ __forceinline__ uint32_t mr_small_scan_emit(const mr_sort_out* o, const uint32_t* maskw, int nw,
-                                                       uint32_t* s_warp, const uint32_t* weight_bits, uint32_t rank,
-                                                       uint32_t nranks, uint32_t en_bits) {
-  const int E = o->num_experts;
-  const uint32_t U = (uint32_t)o->unit_size;
-  const int ept = (E + MR_SORT_THREADS - 1) / MR_SORT_THREADS; /* <= 4 */
+/* words of shared memory the small sort needs (layout above) */
+#define MR_SMALL_DRY_WORDS 64u
+static inline uint32_t mr_small_words(uint32_t n, uint32_t E, uint32_t nw) {
+  return MR_SMALL_DRY_WORDS + 2u * n + E * nw + E + 8u;
+}
+/* the parts of that layout */
+__device__ __forceinline__ uint32_t* mr_small_ent(uint32_t* sm) { return sm + MR_SMALL_DRY_WORDS; }
+__device__ __forceinline__ uint32_t* mr_small_mask(uint32_t* sm, const mr_small_p& p) {
+  return sm + MR_SMALL_DRY_WORDS + 2u * p.n;
+}
+/* Dry-run scratch contents (written by the dry warp itself before its dry
+ * run): [0] = 1 (a mask word: one entry), everything else 0. */
+__device__ __forceinline__ void mr_small_dry_init(uint32_t* dry, uint32_t lane) {
+  dry[lane] = lane == 0 ? 1u : 0u;
+  dry[32 + lane] = 0u;
+  __syncwarp();
+}
+
+/* CTA barrier (real pass: barrier 0, every thread) or one warp (dry run: barrier 1) */
+__device__ __forceinline__ void mr_pass_sync(bool live) {
+  if (live)
+    asm volatile("bar.sync 0;" ::: "memory");
+  else
+    asm volatile("bar.sync 1, 32;" ::: "memory");
+}
+
+__device__ __forceinline__ void mr_small_post(const mr_sort_out& o, const mr_small_p& p, uint32_t* sm, uint32_t rank,
+                                              uint32_t nranks, uint32_t en_bits, bool live) {
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t n = p.n, nw = p.nw, E = p.E, U = p.U, ept = p.ept;
+  uint32_t* dry = sm;
+  uint32_t* ent = sm + MR_SMALL_DRY_WORDS;
+  uint32_t* maskw = ent + 2u * n;
+  uint32_t* s_start = maskw + E * nw;
+  uint32_t* s_warp = s_start + E;
+  /* dry run: every read goes to the scratch (index & im = 0), every write to a
+   * lane-private scratch word */
+  const uint32_t im = live ? 0xffffffffu : 0u;
+  const uint32_t* rd_ent = live ? ent : dry + 2;
+  uint32_t* tbl = live ? maskw : dry;
+  const uint32_t* rd_start = live ? s_start : dry + 4;
+  const uint32_t* rd_warp = live ? s_warp : dry + 8;
+
+  mr_pass_sync(live); /* the table is clear and the entries are in */
+
+  /* 1. mask table */
+  {
+    uint32_t i = live ? tid : lane;
+    const uint32_t iend = live ? n : i + 1u;
+#pragma unroll 1
+    for (; i < iend; i += MR_SORT_THREADS) {
+      const uint32_t e = rd_ent[(2u * i) & im];
+      if (e < E) atomicOr(&tbl[(e * nw + (i >> 5)) & im], live ? 1u << (i & 31u) : 0u);
+    }
+  }
+  mr_pass_sync(live);
+  MR_STAMP(5);
+
+  /* 2. counts and the scan: thread tid owns experts tid*ept + q */
   uint32_t v[4], cnt[4], sum = 0;
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const int e = (int)tid * ept + q;
+    const uint32_t e = tid * ept + (uint32_t)q;
     v[q] = 0;
     cnt[q] = 0;
-    if (q < ept && e < E) {
+    if ((uint32_t)q < ept && e < E) {
       uint32_t c = 0;
-      for (int w = 0; w < nw; ++w) c += __popc(maskw[e * nw + w]);
+      const uint32_t b = e * nw;
+#pragma unroll 1
+      for (uint32_t w = 0; w < nw; ++w) c += __popc(tbl[(b + w) & im]);
       const uint32_t en = (en_bits >> q) & 1u;
       c = en ? c : 0u; /* a masked expert's entries are dropped */
       cnt[q] = c;
-      v[q] = ((c + U - 1) / U * U) | (en << 21);
+      const uint32_t x = c + U - 1u;
+      const uint32_t nb = p.umagic ? __umulhi(x, p.umagic) : x; /* ceil(c / U) */
+      v[q] = nb | (en << 16);
     }
     sum += v[q];
   }
   const uint32_t incl = mr_warp_incl_scan(sum, lane);
-  if (lane == 31) s_warp[warp] = incl;
-  __syncthreads();
-  MR_STAMP(6);
-  uint32_t pre = 0, total = 0;
+  if (lane == 31u) *(live ? &s_warp[warp] : &dry[8 + (warp & 7u)]) = incl;
+  mr_pass_sync(live);
+  uint32_t pre = 0, tot = 0;
 #pragma unroll
-  for (int w = 0; w < MR_SORT_THREADS / 32; ++w) {
-    const uint32_t x = s_warp[w];
-    pre += (uint32_t)w < warp ? x : 0u;
-    total += x;
+  for (uint32_t w = 0; w < MR_SORT_THREADS / 32; ++w) {
+    const uint32_t x = rd_warp[w];
+    pre += w < warp ? x : 0u;
+    tot += x;
   }
+  /* st = start block | local id << 16 */
+  uint32_t st[4];
   uint32_t run = pre + incl - sum;
-  uint32_t st[4], lc[4];
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    st[q] = run & 0x1fffffu;
-    lc[q] = run >> 21;
+    st[q] = run;
+    const uint32_t e = tid * ept + (uint32_t)q;
+    if ((uint32_t)q < ept && e < E)
+      *(live ? &s_start[e] : &dry[32 + lane]) = run | ((en_bits >> q) & 1u ? 0u : 0x80000000u);
     run += v[q];
   }
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    if (q >= ept) break; /* warp-uniform */
-    const uint32_t e = tid * (uint32_t)ept + (uint32_t)q;
-    const bool mine = e < (uint32_t)E && cnt[q] != 0u && e % nranks == rank;
-    uint32_t todo = __ballot_sync(MR_FULL_MASK, mine);
-    while (todo) { /* warp-uniform */
-      const uint32_t src = __ffs(todo) - 1;
-      todo &= todo - 1;
-      const uint32_t s = __shfl_sync(MR_FULL_MASK, st[q], src);
-      const uint32_t c = __shfl_sync(MR_FULL_MASK, cnt[q], src);
-      const uint32_t l = __shfl_sync(MR_FULL_MASK, lc[q], src);
-      mr_emit_expert(o, maskw, nw, (warp * 32u + src) * (uint32_t)ept + (uint32_t)q, s, c, l, weight_bits, lane);
+  mr_pass_sync(live);
+  MR_STAMP(6);
+
+  /* 3. entries, one thread each */
+  {
+    const uint32_t k = p.k;
+    uint32_t i = live ? rank + nranks * tid : 32u + lane;
+    const uint32_t iend = live ? n : i + 1u;
+#pragma unroll 1
+    for (; i < iend; i += nranks * MR_SORT_THREADS) {
+      const uint2 ev = *(const uint2*)&rd_ent[(2u * i) & im];
+      const uint32_t e = ev.x;
+      if (e >= E) continue; /* sort's input: an id out of range is dropped */
+      const uint32_t s = rd_start[e & im];
+      if (s >> 31) continue; /* masked expert: dropped */
+      const uint32_t b = e * nw, wi = i >> 5;
+      uint32_t r = __popc(tbl[(b + wi) & im] & ((1u << (i & 31u)) - 1u));
+#pragma unroll 1
+      for (uint32_t w = 0; w < wi; ++w) r += __popc(tbl[(b + w) & im]);
+      const uint32_t pos = (s & 0xffffu) * U + r;
+      const uint32_t t = (i * p.kmagic) >> 20, slot = i - t * k;
+      if (live) {
+        if (o.sorted_ids) {
+          o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+          if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = ev.y;
+        }
+        if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
+      }
     }
   }
-  return total & 0x1fffffu;
+
+  /* 4. padding and block ids of my experts (e % nranks == rank) with entries */
+  {
+    const int32_t ck_sentinel = (int32_t)((p.k << 24) | p.T);
+    const int32_t vllm_sentinel = (int32_t)(p.T * p.k);
+#pragma unroll 1
+    for (uint32_t q = 0; q < ept; ++q) {
+      const uint32_t stq = q == 0 ? st[0] : q == 1 ? st[1] : q == 2 ? st[2] : st[3];
+      const uint32_t vq = q == 0 ? v[0] : q == 1 ? v[1] : q == 2 ? v[2] : v[3];
+      const uint32_t cq = q == 0 ? cnt[0] : q == 1 ? cnt[1] : q == 2 ? cnt[2] : cnt[3];
+      const uint32_t e = tid * ept + q;
+      const bool mine = live ? (e < E && cq != 0u && e - ((e * p.rmagic) >> 20) * nranks == rank) : lane == 0u;
+      uint32_t todo = __ballot_sync(MR_FULL_MASK, mine);
+      while (todo) { /* warp-uniform */
+        const uint32_t src = (uint32_t)__ffs(todo) - 1u;
+        todo &= todo - 1u;
+        const uint32_t s = __shfl_sync(MR_FULL_MASK, stq, src);
+        const uint32_t c = __shfl_sync(MR_FULL_MASK, cq, src);
+        const uint32_t nb = __shfl_sync(MR_FULL_MASK, vq, src) & 0xffffu;
+        const uint32_t b0 = s & 0xffffu, lid = (s >> 16) & 0x7fffu;
+        const uint32_t start = b0 * U, end = (b0 + nb) * U;
+#pragma unroll 1
+        for (uint32_t j = start + c + lane; j < end; j += 32u) {
+          if (live) {
+            if (o.sorted_ids) {
+              o.sorted_ids[j] = ck_sentinel;
+              if (o.sorted_weights) o.sorted_weights[j] = 0.0f;
+            }
+            if (o.sorted_token_ids) o.sorted_token_ids[j] = vllm_sentinel;
+          }
+        }
+#pragma unroll 1
+        for (uint32_t bb = b0 + lane; bb < b0 + nb; bb += 32u) {
+          if (live) {
+            if (o.sorted_expert_ids) o.sorted_expert_ids[bb] = (int32_t)lid;
+            if (o.expert_ids) o.expert_ids[bb] = (int32_t)lid;
+          }
+        }
+      }
+    }
+  }
+
+  /* 5. totals */
+  if (live && rank == 0 && tid == 0) mr_emit_totals(&o, (tot & 0xffffu) * U);
 }
 
 #endif /* MOEROUTE_CUDA_SORT_CUH */

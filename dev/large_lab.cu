@@ -1,0 +1,634 @@
+/*
+ * large_lab.cu - lab file for the large path (src/cuda/large.cu; not built by
+ * default). One device call checks and times every knob variant of
+ * dev/large-notes.md.
+ *
+ * 1. Check (every variant, several shapes, T around the thresholds and large):
+ *    route: sorted layouts (CK + vLLM, weights) bit-identical to
+ *           moeroute_cpu_sort of the route's own top-k, whole arrays compared
+ *           (poisoned 0xAB before the call: past `total` must stay poison);
+ *           moe_buf (odd size, odd address) all zero, guard bytes untouched;
+ *           workspace poisoned; run twice: bit-identical. Rows whose top-k
+ *           differ from moeroute_cpu_gate are counted (near ties are allowed
+ *           by the contract; the gate itself is test_cuda's business).
+ *    sort:  CPU top-k with ids out of range and duplicates, with and without
+ *           an expert mask: bit-identical to moeroute_cpu_sort.
+ * 2. Time (kernel metric: 50 calls in one graph, events around one replay,
+ *    / 50, median of 9): route and sort, with and without moe_buf [T, hidden]
+ *    bf16, every variant, against a cudaMemsetAsync of the same buffer.
+ *
+ * Build (after cmake --build BUILD):
+ *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/large_lab.cu \
+ *        BUILD/libmoeroute.a -o BUILD/large_lab
+ * Run: BUILD/large_lab [--no-time] [--no-check] [--quick] [--variant N]
+ * Exit status: 0 all checks passed, 1 a check failed, 2 a CUDA error.
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/common.cuh" /* mr_cuda_tune (hidden symbol, reachable through the static library) */
+#include "moeroute.h"
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      exit(2);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+static uint64_t g_rng = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void) {
+  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
+
+/* ---- knob variants ----------------------------------------------------------------- */
+
+typedef struct Variant {
+  const char* name;
+  int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb;
+} Variant;
+static const Variant VARIANTS[] = {
+    {"default", 0, 0, 0, 0, 0, 0},         {"v1 (fallback)", 1, 0, 0, 0, 0, 0},
+    {"no PDL", 0, 1, 0, 0, 0, 0},          {"L1 1/SM", 0, 0, 1, 0, 0, 0},
+    {"L1 2/SM", 0, 0, 2, 0, 0, 0},         {"L1 3/SM", 0, 0, 3, 0, 0, 0},
+    {"stores 1/SM", 0, 0, 0, 2, 1, 0},     {"stores 2/SM", 0, 0, 0, 2, 2, 0},
+    {"stores 4/SM", 0, 0, 0, 2, 4, 0},     {"bulk 2/SM", 0, 0, 0, 1, 2, 0},
+    {"no first clear", 0, 0, 0, 0, 0, -1}, {"first 64 MB", 0, 0, 0, 0, 0, 65536},
+};
+#define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
+static void set_variant(int v) {
+  memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
+  const Variant* x = &VARIANTS[v];
+  mr_cuda_tune.general_v1 = x->general_v1;
+  mr_cuda_tune.large_no_pdl = x->no_pdl;
+  mr_cuda_tune.large_ctas_per_sm = x->ctas_per_sm;
+  mr_cuda_tune.clear_engine = x->engine;
+  mr_cuda_tune.clear_ctas_per_sm = x->clear_per_sm;
+  mr_cuda_tune.first_clear_kb = x->first_kb;
+}
+
+/* ---- shapes ------------------------------------------------------------------------- */
+
+typedef struct Shape {
+  const char* name;
+  int E, k;
+  moeroute_score score;
+  int renorm, bias, G, tg;
+  float scale;
+  int hidden;
+  moeroute_dtype dt;
+} Shape;
+static const Shape SHAPES[] = {
+    {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
+    {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16},
+    {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32},
+    {"kimi-k2", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, 2.827f, 7168, MOEROUTE_DTYPE_FP32},
+    {"qwen3-next", 512, 10, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
+    {"e1024-fp16-sqrt", 1024, 6, MOEROUTE_SCORE_SQRT_SOFTPLUS, 0, 1, 1, 1, 1.0f, 64, MOEROUTE_DTYPE_FP16},
+    {"e768-grouped", 768, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, 1.0f, 64, MOEROUTE_DTYPE_FP32},   /* L1: 48 KB */
+    {"e1024-grouped", 1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, 1.0f, 64, MOEROUTE_DTYPE_BF16}, /* fallback */
+};
+#define NSHAPE ((int)(sizeof SHAPES / sizeof *SHAPES))
+
+static void fill_params(const Shape* sh, int64_t T, uint32_t layouts, size_t moe_bytes, moeroute_params* p) {
+  moeroute_params_init(p);
+  p->num_tokens = T;
+  p->num_experts = sh->E;
+  p->top_k = sh->k;
+  p->unit_size = 32;
+  p->logits_dtype = sh->dt;
+  p->score = sh->score;
+  p->renormalize = sh->renorm;
+  p->scale = sh->scale;
+  p->num_groups = sh->G;
+  p->topk_groups = sh->tg;
+  p->layouts = layouts;
+  p->moe_buf_bytes = moe_bytes;
+}
+
+/* ---- buffers -------------------------------------------------------------------------- */
+
+enum { B_TOPK_IDS, B_TOPK_W, B_SIDS, B_SW, B_SEIDS, B_NVALID, B_STIDS, B_EIDS, B_NTPP, NB };
+typedef struct Bufs {
+  void* d[NB];
+  size_t bytes[NB];
+  unsigned char* moe_base; /* moe_buf with 64 guard bytes each side */
+  size_t moe_bytes;
+  int moe_off;
+  void* ws;
+  size_t ws_bytes;
+  void *logits, *bias, *mask;
+} Bufs;
+
+static void bufs_alloc(const moeroute_params* p, int moe_off, Bufs* b) {
+  memset(b, 0, sizeof *b);
+  moeroute_sizes sz;
+  memset(&sz, 0, sizeof sz);
+  sz.struct_size = sizeof sz;
+  if (moeroute_get_sizes(p, &sz) != MOEROUTE_OK) {
+    printf("get_sizes: %s\n", moeroute_last_error());
+    exit(2);
+  }
+  b->bytes[B_TOPK_IDS] = b->bytes[B_TOPK_W] = (size_t)sz.topk_len * 4;
+  b->bytes[B_SIDS] = b->bytes[B_SW] = (size_t)sz.ck_sorted_len * 4;
+  b->bytes[B_SEIDS] = (size_t)sz.ck_blocks_len * 4;
+  b->bytes[B_NVALID] = 8;
+  b->bytes[B_STIDS] = (size_t)sz.vllm_sorted_len * 4;
+  b->bytes[B_EIDS] = (size_t)sz.vllm_blocks_len * 4;
+  b->bytes[B_NTPP] = 4;
+  for (int i = 0; i < NB; ++i) CK(cudaMalloc(&b->d[i], b->bytes[i] ? b->bytes[i] : 4));
+  b->moe_bytes = p->moe_buf_bytes;
+  b->moe_off = moe_off;
+  CK(cudaMalloc((void**)&b->moe_base, b->moe_bytes + 128));
+  size_t w1 = 0, w2 = 0;
+  moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, p, &w1);
+  moeroute_cuda_workspace_size(MOEROUTE_OP_SORT, p, &w2);
+  b->ws_bytes = w1 > w2 ? w1 : w2;
+  CK(cudaMalloc(&b->ws, b->ws_bytes ? b->ws_bytes : 4));
+  const size_t es = p->logits_dtype == MOEROUTE_DTYPE_FP32 ? 4 : 2;
+  CK(cudaMalloc(&b->logits, (size_t)p->num_tokens * p->num_experts * es + 16));
+  CK(cudaMalloc(&b->bias, (size_t)p->num_experts * 4));
+  CK(cudaMalloc(&b->mask, (size_t)p->num_experts * 4));
+}
+static void bufs_free(Bufs* b) {
+  for (int i = 0; i < NB; ++i) cudaFree(b->d[i]);
+  cudaFree(b->moe_base);
+  cudaFree(b->ws);
+  cudaFree(b->logits);
+  cudaFree(b->bias);
+  cudaFree(b->mask);
+}
+static void poison(Bufs* b) {
+  for (int i = 0; i < NB; ++i) CK(cudaMemset(b->d[i], 0xAB, b->bytes[i]));
+  CK(cudaMemset(b->moe_base, 0xAB, b->moe_bytes + 128));
+  CK(cudaMemset(b->ws, 0xAB, b->ws_bytes));
+}
+static void bind(const moeroute_params* p, Bufs* b, int with_topk, int with_mask, moeroute_buffers* bu) {
+  moeroute_buffers_init(bu);
+  bu->logits = b->logits;
+  bu->bias = (const float*)b->bias;
+  bu->expert_mask = with_mask ? (const int32_t*)b->mask : NULL;
+  bu->topk_ids = with_topk ? (int32_t*)b->d[B_TOPK_IDS] : NULL;
+  bu->topk_weights = with_topk ? (float*)b->d[B_TOPK_W] : NULL;
+  if (p->layouts & MOEROUTE_LAYOUT_CK) {
+    bu->sorted_ids = (int32_t*)b->d[B_SIDS];
+    bu->sorted_weights = (float*)b->d[B_SW];
+    bu->sorted_expert_ids = (int32_t*)b->d[B_SEIDS];
+    bu->num_valid_ids = (int32_t*)b->d[B_NVALID];
+  }
+  if (p->layouts & MOEROUTE_LAYOUT_VLLM) {
+    bu->sorted_token_ids = (int32_t*)b->d[B_STIDS];
+    bu->expert_ids = (int32_t*)b->d[B_EIDS];
+    bu->num_tokens_post_pad = (int32_t*)b->d[B_NTPP];
+  }
+  bu->moe_buf = p->moe_buf_bytes ? (void*)(b->moe_base + 64 + b->moe_off) : NULL;
+  bu->workspace = b->ws;
+  bu->workspace_bytes = b->ws_bytes;
+}
+/* host copies of the device outputs */
+typedef struct HostOut {
+  unsigned char* h[NB];
+  unsigned char* moe;
+} HostOut;
+static void download(const Bufs* b, HostOut* o) {
+  CK(cudaDeviceSynchronize());
+  for (int i = 0; i < NB; ++i) {
+    o->h[i] = (unsigned char*)malloc(b->bytes[i] ? b->bytes[i] : 4);
+    CK(cudaMemcpy(o->h[i], b->d[i], b->bytes[i], cudaMemcpyDeviceToHost));
+  }
+  o->moe = (unsigned char*)malloc(b->moe_bytes + 128);
+  CK(cudaMemcpy(o->moe, b->moe_base, b->moe_bytes + 128, cudaMemcpyDeviceToHost));
+}
+static void hostout_free(HostOut* o) {
+  for (int i = 0; i < NB; ++i) free(o->h[i]);
+  free(o->moe);
+}
+
+/* ---- inputs ----------------------------------------------------------------------------- */
+
+static uint16_t f2bf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static uint16_t f2h(float f) { /* |f| < 4, normal range: simple RNE through the fp32 bits */
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a < 0x38800000u) return (uint16_t)sign; /* tiny -> 0 (fine for a lab) */
+  const uint32_t r = a + 0xfffu + ((a >> 13) & 1u);
+  return (uint16_t)(sign | (((r >> 13) - (112u << 10)) & 0x7fffu));
+}
+static void upload_inputs(const moeroute_params* p, Bufs* b, float* h_bias, int32_t* h_mask, void** h_logits_out) {
+  const int64_t T = p->num_tokens, E = p->num_experts;
+  const size_t es = p->logits_dtype == MOEROUTE_DTYPE_FP32 ? 4 : 2;
+  unsigned char* lg = (unsigned char*)malloc((size_t)T * E * es + 16);
+  for (int64_t i = 0; i < T * E; ++i) {
+    const float v = (float)(urand() * 4.0 - 2.0);
+    if (es == 4)
+      memcpy(lg + i * 4, &v, 4);
+    else {
+      const uint16_t h = p->logits_dtype == MOEROUTE_DTYPE_BF16 ? f2bf(v) : f2h(v);
+      memcpy(lg + i * 2, &h, 2);
+    }
+  }
+  for (int e = 0; e < E; ++e) {
+    h_bias[e] = (float)(urand() * 0.2 - 0.1);
+    h_mask[e] = urand() < 0.6 ? 1 : 0;
+  }
+  CK(cudaMemcpy(b->logits, lg, (size_t)T * E * es, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b->bias, h_bias, (size_t)E * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b->mask, h_mask, (size_t)E * 4, cudaMemcpyHostToDevice));
+  *h_logits_out = lg;
+}
+
+/* CPU sort of (ids, weights) into poisoned host arrays laid out like HostOut */
+static int cpu_sort(const moeroute_params* p, const int32_t* ids, const float* w, const int32_t* mask, const Bufs* b,
+                    HostOut* ref) {
+  for (int i = 0; i < NB; ++i) {
+    ref->h[i] = (unsigned char*)malloc(b->bytes[i] ? b->bytes[i] : 4);
+    memset(ref->h[i], 0xAB, b->bytes[i]);
+  }
+  ref->moe = NULL;
+  moeroute_params q = *p;
+  q.moe_buf_bytes = 0;
+  moeroute_buffers bu;
+  moeroute_buffers_init(&bu);
+  bu.topk_ids = (int32_t*)ids;
+  bu.topk_weights = (float*)w;
+  bu.expert_mask = mask;
+  if (p->layouts & MOEROUTE_LAYOUT_CK) {
+    bu.sorted_ids = (int32_t*)ref->h[B_SIDS];
+    bu.sorted_weights = (float*)ref->h[B_SW];
+    bu.sorted_expert_ids = (int32_t*)ref->h[B_SEIDS];
+    bu.num_valid_ids = (int32_t*)ref->h[B_NVALID];
+  }
+  if (p->layouts & MOEROUTE_LAYOUT_VLLM) {
+    bu.sorted_token_ids = (int32_t*)ref->h[B_STIDS];
+    bu.expert_ids = (int32_t*)ref->h[B_EIDS];
+    bu.num_tokens_post_pad = (int32_t*)ref->h[B_NTPP];
+  }
+  size_t wsb = 0;
+  moeroute_cpu_workspace_size(MOEROUTE_OP_SORT, &q, &wsb);
+  void* ws = malloc(wsb ? wsb : 1);
+  bu.workspace = ws;
+  bu.workspace_bytes = wsb;
+  const moeroute_status st = moeroute_cpu_sort(&q, &bu);
+  free(ws);
+  if (st != MOEROUTE_OK) printf("cpu sort: %s\n", moeroute_last_error());
+  return st == MOEROUTE_OK ? 0 : -1;
+}
+
+static int g_fail = 0;
+static const char* BNAME[NB] = {"topk_ids", "topk_weights", "sorted_ids", "sorted_weights", "sorted_expert_ids",
+                                "num_valid_ids", "sorted_token_ids", "expert_ids", "num_tokens_post_pad"};
+
+/* sorted outputs equal (whole arrays), moe_buf zero with guards intact */
+static int compare(const char* what, const HostOut* got, const HostOut* ref, const Bufs* b) {
+  int bad = 0;
+  for (int i = B_SIDS; i < NB; ++i) {
+    if (memcmp(got->h[i], ref->h[i], b->bytes[i]) != 0) {
+      size_t j = 0;
+      while (j < b->bytes[i] && got->h[i][j] == ref->h[i][j]) ++j;
+      printf("  FAIL %s: %s differs at byte %zu of %zu\n", what, BNAME[i], j, b->bytes[i]);
+      bad++;
+    }
+  }
+  if (b->moe_bytes) {
+    const unsigned char* m = got->moe;
+    const size_t lo = 64 + (size_t)b->moe_off, hi = lo + b->moe_bytes;
+    for (size_t j = 0; j < b->moe_bytes + 128; ++j) {
+      const int in = j >= lo && j < hi;
+      if ((in && m[j] != 0) || (!in && m[j] != 0xAB)) {
+        printf("  FAIL %s: moe_buf byte %lld %s (0x%02x)\n", what, (long long)j - (long long)lo,
+               in ? "not cleared" : "guard written", m[j]);
+        bad++;
+        break;
+      }
+    }
+  }
+  return bad;
+}
+
+/* route check: sorted layouts vs the CPU sort of the route's own top-k; twice, identical */
+static void check_route(const Shape* sh, int64_t T, int with_mask, int variant, int force) {
+  moeroute_params p;
+  size_t mb = (size_t)T * sh->hidden * 2;
+  if (mb > ((size_t)64 << 20)) mb = (size_t)64 << 20; /* host copies stay small */
+  mb += 5;                                              /* odd size ... */
+  fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, mb, &p);
+  Bufs b;
+  bufs_alloc(&p, 3, &b); /* ... at an odd address */
+  float* hb = (float*)malloc((size_t)sh->E * 4);
+  int32_t* hm = (int32_t*)malloc((size_t)sh->E * 4);
+  void* hl;
+  upload_inputs(&p, &b, hb, hm, &hl);
+  if (!sh->bias) {
+    CK(cudaFree(b.bias));
+    b.bias = NULL;
+  }
+  set_variant(variant);
+  mr_cuda_tune.force_general = force; /* 1: the large path also below the one-launch bound */
+  moeroute_buffers bu;
+  HostOut run[2], ref;
+  for (int r = 0; r < 2; ++r) { /* run 1 without top-k outputs: the weights go through the workspace */
+    poison(&b);
+    bind(&p, &b, r == 0, with_mask, &bu);
+    if (moeroute_cuda_route(&p, &bu, 0) != MOEROUTE_OK) {
+      printf("route: %s\n", moeroute_last_error());
+      exit(2);
+    }
+    CK(cudaGetLastError());
+    download(&b, &run[r]);
+  }
+  char what[160];
+  snprintf(what, sizeof what, "route %s T=%lld mask=%d [%s%s]", sh->name, (long long)T, with_mask,
+           VARIANTS[variant].name, force ? ", forced" : "");
+  int bad = 0;
+  if (cpu_sort(&p, (const int32_t*)run[0].h[B_TOPK_IDS], (const float*)run[0].h[B_TOPK_W], with_mask ? hm : NULL,
+               &b, &ref) != 0)
+    bad++;
+  else
+    bad += compare(what, &run[0], &ref, &b);
+  for (int i = B_SIDS; i < NB; ++i)
+    if (memcmp(run[0].h[i], run[1].h[i], b.bytes[i]) != 0) {
+      printf("  FAIL %s: %s differs between two runs (the second without top-k outputs)\n", what, BNAME[i]);
+      bad++;
+    }
+  for (int i = B_TOPK_IDS; i <= B_TOPK_W; ++i)
+    for (size_t j = 0; j < b.bytes[i]; ++j)
+      if (run[1].h[i][j] != 0xAB) {
+        printf("  FAIL %s: %s written although not asked for\n", what, BNAME[i]);
+        bad++;
+        break;
+      }
+  /* top-k against the CPU gate (near ties may differ) */
+  {
+    moeroute_params q = p;
+    q.moe_buf_bytes = 0;
+    moeroute_buffers cb;
+    moeroute_buffers_init(&cb);
+    int32_t* ci = (int32_t*)malloc(b.bytes[B_TOPK_IDS] + 4);
+    float* cw = (float*)malloc(b.bytes[B_TOPK_W] + 4);
+    cb.logits = hl;
+    cb.bias = sh->bias ? hb : NULL;
+    cb.topk_ids = ci;
+    cb.topk_weights = cw;
+    size_t wsb = 0;
+    moeroute_cpu_workspace_size(MOEROUTE_OP_GATE, &q, &wsb);
+    void* ws = malloc(wsb ? wsb : 1);
+    cb.workspace = ws;
+    cb.workspace_bytes = wsb;
+    long rows = 0;
+    if (moeroute_cpu_gate(&q, &cb) == MOEROUTE_OK) {
+      const int32_t* gi = (const int32_t*)run[0].h[B_TOPK_IDS];
+      for (int64_t t = 0; t < T; ++t)
+        if (memcmp(gi + t * sh->k, ci + t * sh->k, (size_t)sh->k * 4) != 0) rows++;
+    }
+    if (rows > T / 100 + 2) { /* near ties may differ (contract 4); many rows: a real gate problem */
+      printf("  FAIL %s: %ld rows of top-k differ from the CPU gate\n", what, rows);
+      bad++;
+    }
+    free(ci);
+    free(cw);
+    free(ws);
+  }
+  printf("%s %s\n", bad ? "FAIL" : "ok  ", what);
+  g_fail += bad;
+  hostout_free(&run[0]);
+  hostout_free(&run[1]);
+  for (int i = 0; i < NB; ++i) free(ref.h[i]);
+  free(hb);
+  free(hm);
+  free(hl);
+  bufs_free(&b);
+}
+
+/* sort check on a CPU top-k with ids out of range and duplicated rows */
+static void check_sort(const Shape* sh, int64_t T, int with_mask, int variant, int force) {
+  moeroute_params p;
+  const size_t mb = (size_t)T * 64 + 7;
+  fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, mb, &p);
+  Bufs b;
+  bufs_alloc(&p, 5, &b);
+  float* hb = (float*)malloc((size_t)sh->E * 4);
+  int32_t* hm = (int32_t*)malloc((size_t)sh->E * 4);
+  void* hl;
+  upload_inputs(&p, &b, hb, hm, &hl);
+  const int64_t n = T * sh->k;
+  int32_t* ids = (int32_t*)malloc((size_t)n * 4);
+  float* w = (float*)malloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t v = (int32_t)(rnd() % (uint64_t)sh->E);
+    const double u = urand();
+    if (u < 0.02) v = -1 - (int32_t)(rnd() % 7);
+    else if (u < 0.04) v = sh->E + (int32_t)(rnd() % 7);
+    else if (u < 0.08 && i % sh->k) v = ids[i - 1];
+    else if (u < 0.15) v = (int32_t)(rnd() % 3); /* hot experts */
+    ids[i] = v;
+    uint32_t bits = (uint32_t)rnd();
+    memcpy(&w[i], &bits, 4);
+  }
+  set_variant(variant);
+  mr_cuda_tune.force_general = force;
+  poison(&b);
+  CK(cudaMemcpy(b.d[B_TOPK_IDS], ids, (size_t)n * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(b.d[B_TOPK_W], w, (size_t)n * 4, cudaMemcpyHostToDevice));
+  moeroute_buffers bu;
+  bind(&p, &b, 1, with_mask, &bu);
+  if (moeroute_cuda_sort(&p, &bu, 0) != MOEROUTE_OK) {
+    printf("sort: %s\n", moeroute_last_error());
+    exit(2);
+  }
+  CK(cudaGetLastError());
+  HostOut got, ref;
+  download(&b, &got);
+  char what[160];
+  snprintf(what, sizeof what, "sort  %s T=%lld mask=%d [%s%s]", sh->name, (long long)T, with_mask,
+           VARIANTS[variant].name, force ? ", forced" : "");
+  int bad = 0;
+  if (cpu_sort(&p, ids, w, with_mask ? hm : NULL, &b, &ref) != 0)
+    bad++;
+  else
+    bad += compare(what, &got, &ref, &b);
+  printf("%s %s\n", bad ? "FAIL" : "ok  ", what);
+  g_fail += bad;
+  hostout_free(&got);
+  for (int i = 0; i < NB; ++i) free(ref.h[i]);
+  free(ids);
+  free(w);
+  free(hb);
+  free(hm);
+  free(hl);
+  bufs_free(&b);
+}
+
+/* ---- timing ---------------------------------------------------------------------------- */
+
+__global__ void spin_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+typedef enum { OP_ROUTE, OP_SORT, OP_MEMSET } TOp;
+static double time_op(TOp op, const moeroute_params* p, const moeroute_buffers* bu, cudaStream_t s) {
+  const int calls = 50, reps = 9;
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < calls; ++i) {
+    moeroute_status st = MOEROUTE_OK;
+    if (op == OP_ROUTE) st = moeroute_cuda_route(p, bu, s);
+    if (op == OP_SORT) st = moeroute_cuda_sort(p, bu, s);
+    if (op == OP_MEMSET) CK(cudaMemsetAsync(bu->moe_buf, 0, p->moe_buf_bytes, s));
+    if (st != MOEROUTE_OK) {
+      printf("timing call failed: %s\n", moeroute_last_error());
+      exit(2);
+    }
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 2; ++i) CK(cudaGraphLaunch(ge, s));
+  double ts[16];
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(e0, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts[r] = ms * 1000.0 / calls;
+  }
+  for (int i = 0; i < reps; ++i)
+    for (int j = i + 1; j < reps; ++j)
+      if (ts[j] < ts[i]) {
+        const double x = ts[i];
+        ts[i] = ts[j];
+        ts[j] = x;
+      }
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return ts[reps / 2];
+}
+
+static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_t s) {
+  moeroute_params p;
+  fill_params(sh, T, MOEROUTE_LAYOUT_CK, (size_t)T * sh->hidden * 2, &p);
+  Bufs b;
+  bufs_alloc(&p, 0, &b);
+  float* hb = (float*)malloc((size_t)sh->E * 4);
+  int32_t* hm = (int32_t*)malloc((size_t)sh->E * 4);
+  void* hl;
+  upload_inputs(&p, &b, hb, hm, &hl);
+  if (!sh->bias) {
+    CK(cudaFree(b.bias));
+    b.bias = NULL;
+  }
+  moeroute_params pn = p;
+  pn.moe_buf_bytes = 0;
+  moeroute_buffers bu, bn;
+  bind(&p, &b, 1, 0, &bu);
+  bind(&pn, &b, 1, 0, &bn);
+  /* sort's top-k: what one route left (default variant) */
+  set_variant(0);
+  if (moeroute_cuda_route(&pn, &bn, s) != MOEROUTE_OK) exit(2);
+  CK(cudaStreamSynchronize(s));
+  spin_kernel<<<264, 128, 0, s>>>(40000000ull); /* ~40 ms of load: clocks up */
+  const double ms = time_op(OP_MEMSET, &p, &bu, s);
+  for (int v = 0; v < NVAR; ++v) {
+    if (only_variant >= 0 && v != only_variant) continue;
+    set_variant(v);
+    const double rn = time_op(OP_ROUTE, &pn, &bn, s);
+    const double rb = time_op(OP_ROUTE, &p, &bu, s);
+    const double sn = time_op(OP_SORT, &pn, &bn, s);
+    const double sb = time_op(OP_SORT, &p, &bu, s);
+    printf("time %-20s T=%6lld %-15s route %8.2f  route+buf %8.2f  sort %7.2f  sort+buf %8.2f  memset %8.2f  "
+           "route+buf/memset %5.3f\n",
+           sh->name, (long long)T, VARIANTS[v].name, rn, rb, sn, sb, ms, rb / ms);
+  }
+  set_variant(0);
+  free(hb);
+  free(hm);
+  free(hl);
+  bufs_free(&b);
+}
+
+int main(int argc, char** argv) {
+  int do_time = 1, do_check = 1, quick = 0, only = -1;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--no-time")) do_time = 0;
+    else if (!strcmp(argv[i], "--no-check")) do_check = 0;
+    else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--variant") && i + 1 < argc) only = atoi(argv[++i]);
+    else {
+      printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N]\n");
+      return 2;
+    }
+  }
+  int ndev = 0;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+    printf("no GPU\n");
+    return 77;
+  }
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+  if (do_check) {
+    const int64_t Ts[] = {129, 1000, 4097, 65536};
+    for (int v = 0; v < NVAR; ++v) {
+      if (only >= 0 && v != only) continue;
+      for (int si = 0; si < NSHAPE; ++si) {
+        for (int ti = 0; ti < 4; ++ti) {
+          if (quick && ti == 3) continue;
+          if (Ts[ti] >= 65536 && si >= 2 && v != 0) continue; /* the big ones: default only for the slow shapes */
+          check_route(&SHAPES[si], Ts[ti], (si + ti + v) % 2, v, 0);
+          check_sort(&SHAPES[si], Ts[ti], (si + ti + v + 1) % 2, v, 0);
+        }
+      }
+    }
+    /* the large path forced at tiny T (empty slices, one chunk), default variant */
+    const int64_t tiny[] = {1, 2, 7, 33, 128};
+    for (int si = 0; si < NSHAPE; ++si)
+      for (int ti = 0; ti < 5; ++ti) {
+        check_route(&SHAPES[si], tiny[ti], (si + ti) % 2, 0, 1);
+        check_sort(&SHAPES[si], tiny[ti], (si + ti + 1) % 2, 0, 1);
+      }
+    /* T = 262144 (many passes per warp), default variant */
+    if (!quick) {
+      check_route(&SHAPES[0], 262144, 1, 0, 0);
+      check_sort(&SHAPES[0], 262144, 0, 0, 0);
+    }
+    printf("check: %d failure(s)\n", g_fail);
+  }
+  if (do_time) {
+    const int64_t Ts[] = {1024, 4096, 16384, 65536};
+    for (int ti = 0; ti < 4; ++ti) time_shape(&SHAPES[0], Ts[ti], only, s);
+    if (!quick)
+      for (int si = 1; si < 5; ++si) time_shape(&SHAPES[si], 16384, only, s);
+  }
+  CK(cudaStreamDestroy(s));
+  return g_fail ? 1 : 0;
+}

@@ -1,0 +1,810 @@
+/*
+ * large.cu - route and sort for large T (T*k above the one-launch bound):
+ * three launches chained by programmatic dependent launch (PDL), the moe_buf
+ * clear spread over them so that the routing runs underneath it.
+ * dev/large-notes.md: design, thresholds, predictions, knobs.
+ *
+ *   L1  route: gate + rank (mr_large_gate_kernel<DT, EPL, KIND>, one warp per
+ *       token row, the row math of gate.cuh); sort: rank (mr_large_count_kernel).
+ *       Tokens are cut into S = 8G slices (balanced split); warp w of CTA c
+ *       takes slice c*8 + w in token order and keeps a per-warp counter per
+ *       expert in shared memory: an entry's rank = entries of its expert
+ *       earlier in the slice (warp-wide: __match_any_sync, ties by lane, i.e.
+ *       by slot). It writes code[i] = rank << 11 | e (0xffffffff: dropped id),
+ *       and at the end, per expert, the slice bases inside the chunk
+ *       wbase[c*8+w][e] and the chunk count counts[e][c].
+ *       It also clears the first share of moe_buf (a few KB per warp).
+ *   L2  (PDL) exclusive scan of counts[e][*] over the chunks in place, tot[e].
+ *   L3  (PDL) CTAs [0, C) clear the rest of moe_buf (bulk copies from zeroed
+ *       shared memory, or 16-byte stores) WITHOUT waiting for L1/L2; CTAs
+ *       [C, C+G) wait, recompute the padded expert scan from tot[] (start,
+ *       count, local id), and place chunk c's entries at
+ *         start[e] + counts[e][c] + wbase[slice][e] + rank,
+ *       then write padding and block ids of a share of the experts, and the
+ *       totals. A masked expert counts 0: its entries are dropped here.
+ *
+ * Every L1/L2 thread executes griddepcontrol.launch_dependents first, so L2
+ * and then L3 are launched while L1 still runs: L3's clear CTAs start clearing
+ * right away, and L2/L3's routing CTAs wait in griddepcontrol.wait (which
+ * returns when the previous launch has completed and its writes are visible;
+ * L2 completes only after L1 has, since every L2 thread waits on L1). Nothing
+ * reads what another CTA of the same launch writes, and nothing uses atomics
+ * on global memory: the outputs are the same bits whatever the timing.
+ * Everything read from the workspace was written earlier in the same call, so
+ * it may start uninitialised. Without PDL (knob, or before sm_90) the same
+ * launches simply run one after the other.
+ *
+ * Thresholds (host side below; dev/large-notes.md has the table):
+ *   chunks G = min(SMs * per_sm, T), >= mr_l_min_chunks (rank < 2^21), <= 512;
+ *   route per_sm = 1 while moe_buf >= 1 KB per token (L2's and L3's CTAs then
+ *   fit beside L1 from the start), else mr_l_gate_blocks; sort per_sm = 2;
+ *   the clear: L1 min(body/4, 4 KB per warp), L3 the rest on min(SMs,
+ *   rest/64 KB) CTAs; route falls back to gate kernel + general sort when L1's
+ *   shared memory would pass 48 KB (grouped selection with E > 768).
+ * Limits: rank < 2^21, E <= 1024 < 2^11, G <= MR_L_GCAP chunks.
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "cuda/gate.cuh"
+#include "cuda/large.cuh"
+
+#define MR_LW 8             /* warps per CTA of L1 and L3 (slices per chunk) */
+#define MR_LT (MR_LW * 32)  /* threads per CTA of L1 and L3 */
+#define MR_L_GCAP 512       /* most chunks; the workspace is sized for this bound */
+#define MR_L_RANK_SHIFT 11  /* code = rank << 11 | expert */
+#define MR_L_RANK_MAX (1u << 21)
+#define MR_L_EXPERT_BITS 0x7ffu
+#define MR_L_NONE 0xffffffffu /* no entry / dropped (its expert field 0x7ff >= E) */
+#define MR_L_SCAN_WARPS 4   /* L2: one warp per expert row, 4 per CTA */
+#define MR_L_ZB 16384       /* zeroed shared memory a bulk-copy clear CTA copies from */
+#define MR_L_SMEM_MAX (48 * 1024) /* no opt-in attribute (cudaFuncSetAttribute is avoided) */
+
+/* What every large-path kernel gets (by value, __grid_constant__). */
+typedef struct mr_large_args {
+  int64_t num_tokens;
+  int32_t num_experts;
+  int32_t top_k;
+  uint32_t chunks;   /* G: L1 CTAs = L3 routing CTAs */
+  uint32_t slices;   /* G * MR_LW */
+  uint32_t* counts;  /* [E][G]: chunk counts (L1), exclusive prefix over chunks (L2) */
+  uint32_t* tot;     /* [E] entries per expert (L2) */
+  uint32_t* wbase;   /* [S][E] entries of e in the earlier slices of the same chunk (L1) */
+  uint32_t* codes;   /* [T*k] rank << 11 | e, or MR_L_NONE (L1) */
+  /* moe_buf = lead bytes | body (16-byte aligned, body_units x 16 bytes) | trail bytes */
+  unsigned char* lead;
+  unsigned char* trail;
+  uint4* body;
+  size_t body_units;
+  size_t first_units; /* body units [0, first_units) are cleared by L1 (per slice, at its start) */
+  uint32_t lead_bytes, trail_bytes; /* < 16 each, written by L1's slice 0 */
+  uint32_t clear_ctas; /* L3 CTAs [0, clear_ctas) clear units [first_units, body_units) */
+  uint32_t clear_bulk; /* 1: bulk copies (TMA) from zeroed shared memory; 0: 16-byte stores */
+} mr_large_args;
+
+/* ---- device helpers ----------------------------------------------------------- */
+
+/* Programmatic dependent launch (sm_90). Both are no-ops for a kernel launched
+ * without the attribute. launch_dependents lets the next launch start; wait
+ * returns once the previous launch has completed and its writes are visible. */
+__device__ __forceinline__ void mr_pdl_launch_dependents(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mr_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* Start of part i of n split into `parts` balanced parts. */
+__device__ __forceinline__ int64_t mr_l_split(int64_t n, uint32_t parts, uint32_t i) {
+  return (int64_t)(((uint64_t)n * (uint64_t)i) / (uint64_t)parts);
+}
+__device__ __forceinline__ size_t mr_l_split_sz(size_t n, uint32_t parts, uint32_t i) {
+  return (size_t)(((unsigned long long)n * (unsigned long long)i) / (unsigned long long)parts);
+}
+
+/* Rank of this lane's entry (expert e, or MR_L_NONE) among the entries of the
+ * same expert that this warp has seen: earlier calls, then lower lanes. Advances
+ * the warp's counters wc[E]. All 32 lanes call, converged. Duplicates in one
+ * call (possible in sort's input) are ranked by lane. */
+__device__ __forceinline__ uint32_t mr_large_rank(uint32_t* wc, uint32_t e, uint32_t lt) {
+  const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
+  const uint32_t below = (uint32_t)__popc(peers & lt);
+  uint32_t r = 0u;
+  if (e != MR_L_NONE) r = wc[e] + below;
+  __syncwarp(); /* every peer has read the counter before the lowest lane bumps it */
+  if (e != MR_L_NONE && below == 0u) wc[e] = r + (uint32_t)__popc(peers);
+  __syncwarp(); /* the bump is visible to the next call */
+  return r;
+}
+
+/* L1's share of moe_buf: slice s clears units [first*s/S, first*(s+1)/S) of the
+ * body (a few KB: issued at the start, the stores drain while the warp gates),
+ * and slice 0 writes the unaligned lead and trail bytes. */
+__device__ __forceinline__ void mr_large_first_clear(const mr_large_args* L, uint32_t s, uint32_t lane) {
+  if (L->first_units != 0) {
+    const size_t u0 = mr_l_split_sz(L->first_units, L->slices, s);
+    const size_t u1 = mr_l_split_sz(L->first_units, L->slices, s + 1u);
+    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+    for (size_t u = u0 + lane; u < u1; u += 32) __stcs(L->body + u, z);
+  }
+  if (s == 0u) {
+    if (lane < L->lead_bytes) L->lead[lane] = 0;
+    if (lane < L->trail_bytes) L->trail[lane] = 0;
+  }
+}
+
+/* End of L1 (after __syncthreads): per expert, the bases of the chunk's 8
+ * slices (exclusive prefix over the warps' counters) and the chunk count. A
+ * slice base is written only where the slice has entries of e: L3 reads
+ * wbase[s][e] only for an entry of e in slice s (so L1's writes scale with the
+ * entries, not with 8*E per chunk). */
+__device__ __forceinline__ void mr_large_publish(const mr_large_args* L, const uint32_t* wc_all) {
+  const uint32_t E = (uint32_t)L->num_experts, c = blockIdx.x;
+  uint32_t* wb = L->wbase + (size_t)c * MR_LW * E;
+  for (uint32_t e = threadIdx.x; e < E; e += MR_LT) {
+    uint32_t run = 0u;
+#pragma unroll
+    for (int w = 0; w < MR_LW; ++w) {
+      const uint32_t v = wc_all[w * E + e];
+      if (v != 0u) wb[(size_t)w * E + e] = run;
+      run += v;
+    }
+    L->counts[(size_t)e * L->chunks + c] = run;
+  }
+}
+
+/* ---- L3's clear CTAs -------------------------------------------------------------- */
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* One bulk copy (TMA) of `bytes` (multiple of 16) zero bytes from shared memory
+ * (address ssrc) to global gdst (16-byte aligned); at most 8 copies whose source
+ * reads are outstanding (the source never changes: this only bounds the queue). */
+__device__ __forceinline__ void mr_bulk_zero(void* gdst, uint32_t ssrc, uint32_t bytes) {
+  asm volatile(
+      "cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
+      "cp.async.bulk.commit_group;\n\t"
+      "cp.async.bulk.wait_group.read 8;" ::"l"((unsigned long long)__cvta_generic_to_global(gdst)),
+      "r"(ssrc), "r"(bytes)
+      : "memory");
+}
+/* All of this thread's bulk copies complete (the writes performed), before the
+ * CTA exits and its shared memory goes to another CTA. */
+__device__ __forceinline__ void mr_bulk_wait_all(void) {
+  asm volatile(
+      "cp.async.bulk.wait_group 0;\n\t"
+      "fence.proxy.async.global;" ::
+          : "memory");
+}
+#endif
+
+__device__ __forceinline__ void mr_large_last_clear(const mr_large_args* L, uint4* smem) {
+  const uint32_t b = blockIdx.x, C = L->clear_ctas;
+  const size_t span = L->body_units - L->first_units;
+  const size_t u0 = L->first_units + mr_l_split_sz(span, C, b);
+  const size_t u1 = L->first_units + mr_l_split_sz(span, C, b + 1u);
+  if (u0 >= u1) return; /* CTA-uniform */
+  const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (L->clear_bulk) {
+    /* zero MR_L_ZB bytes of shared memory, hand them to the async proxy, then one
+     * thread streams them out in copies of up to MR_L_ZB bytes */
+#pragma unroll
+    for (int j = 0; j < MR_L_ZB / 16 / MR_LT; ++j) smem[threadIdx.x + j * MR_LT] = z;
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const uint32_t src = (uint32_t)__cvta_generic_to_shared(smem);
+      for (size_t u = u0; u < u1;) {
+        const size_t n = (u1 - u) < (size_t)(MR_L_ZB / 16) ? (u1 - u) : (size_t)(MR_L_ZB / 16);
+        mr_bulk_zero(L->body + u, src, (uint32_t)(n * 16u));
+        u += n;
+      }
+      mr_bulk_wait_all();
+    }
+    return;
+  }
+#endif
+  /* 16-byte streaming stores, 4 per thread per pass, each warp store 512 contiguous bytes */
+  for (size_t u = u0 + threadIdx.x; u < u1; u += 4 * MR_LT) {
+    __stcs(L->body + u, z);
+    if (u + MR_LT < u1) __stcs(L->body + u + MR_LT, z);
+    if (u + 2 * MR_LT < u1) __stcs(L->body + u + 2 * MR_LT, z);
+    if (u + 3 * MR_LT < u1) __stcs(L->body + u + 3 * MR_LT, z);
+  }
+}
+
+/* ---- L1: gate + rank (route) --------------------------------------------------------- */
+
+/*
+ * Adapter to gate.cuh. Two interfaces are supported, told apart by MR_KIND_PACKED:
+ *  - v3 (kinds): host mr_gate_kind / mr_gate_p_init; device mr_load_lane (row,
+ *    -inf past E), the lane's bias words, mr_gate_row<DT, EPL, KIND>;
+ *    instantiations (DT, EPL, KIND) with MR_KIND_FIX / MR_KIND_DT folding.
+ *  - v2: mr_gate_load / mr_gate_compute on mr_gate_args, instantiations (DT, EPL).
+ * Only this block knows which one it is; the kernel below is the same.
+ */
+#if defined(MR_KIND_PACKED)
+#define MR_L_GATE_V3 1
+typedef mr_gate_p mr_l_gate_t;
+#else
+#define MR_L_GATE_V3 0
+typedef mr_gate_args mr_l_gate_t;
+#endif
+
+template <int DT, int EPL, int KIND>
+__device__ __forceinline__ void mr_l_load_row(const mr_l_gate_t& g, int64_t t, uint32_t lane, uint32_t* raw) {
+#if MR_L_GATE_V3
+  mr_load_lane<MR_ESZ(DT), EPL>(g.logits + t * g.row_bytes, lane, g.num_experts, mr_raw_neg_inf<DT>(g.f16 != 0), true,
+                                raw);
+#else
+  mr_gate_load<DT, EPL>(&g, t, lane, raw);
+#endif
+}
+/* this lane's bias words (v3 FULL / GROUPED only; zeros without bias) */
+template <int DT, int EPL, int KIND>
+__device__ __forceinline__ void mr_l_load_bias(const mr_l_gate_t& g, uint32_t lane, uint32_t* braw) {
+#if MR_L_GATE_V3
+  if (KIND != MR_KIND_PACKED)
+    mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, g.num_experts, 0u, g.bias != NULL, braw);
+#endif
+}
+template <int DT, int EPL, int KIND>
+__device__ __forceinline__ void mr_l_gate_row(const mr_l_gate_t& g, int64_t t, uint32_t lane, const uint32_t* raw,
+                                              const uint32_t* braw, float* gbuf, unsigned char* gsel, int32_t* id,
+                                              float* w) {
+#if MR_L_GATE_V3
+  mr_gate_row<DT, EPL, KIND>(g, lane, raw, braw, g.logits + t * g.row_bytes, true, gbuf, gsel, id, w);
+#else
+  (void)braw;
+  mr_gate_compute<DT, EPL>(&g, t, lane, raw, gbuf, gsel, id, w);
+#endif
+}
+
+/* Shared-memory words per warp for grouped selection: E floats plus G flag
+ * bytes when G > 32 (gate.cu's rule), rounded up to 4 words (16-byte aligned
+ * buffers). 0 without grouped selection. */
+static uint32_t mr_l_gate_scratch_words(const mr_gate_args* a) {
+  if (!a->grouped) return 0;
+  uint32_t w = (uint32_t)a->num_experts;
+  if (a->num_groups > 32) w += ((uint32_t)a->num_groups + 3u) / 4u;
+  return (w + 3u) & ~3u;
+}
+
+/* L1 CTAs (of 256 threads) per SM without an overlapping clear, per
+ * instantiation; also the register cap (__launch_bounds__ min blocks: 3 -> 80,
+ * 2 -> 128, 1 -> 255 registers). From -Xptxas -v of both gate interfaces (v3
+ * PACKED E <= 256: 40-56 registers; FULL E <= 128: 44-54; the rest 64-128; the
+ * FULL/GROUPED rows with E > 512 240-250 and spill under 128; v2: 85-121, E >
+ * 512: 158-199). Re-check for spills when gate.cuh changes. */
+__host__ __device__ constexpr int mr_l_gate_blocks(int v3, int epl, int kind) {
+  return epl >= 32 ? (v3 && kind == 0 ? 2 : 1) : (v3 && ((kind == 0 && epl <= 8) || (kind == 1 && epl <= 4))) ? 3 : 2;
+}
+
+/* Shared memory: wc [8][E] counters | per-warp grouped-selection scratch
+ * (16-byte aligned: 32E bytes, then scratch_words (a multiple of 4) per warp). */
+template <int DT, int EPL, int KIND>
+__global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIND))
+    mr_large_gate_kernel(const __grid_constant__ mr_l_gate_t g, const __grid_constant__ mr_large_args L,
+                         int32_t* topk_ids, float* topk_weights, uint32_t scratch_words) {
+  mr_pdl_launch_dependents();
+  extern __shared__ __align__(16) uint32_t mr_l1_smem[];
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint32_t E = (uint32_t)L.num_experts, k = (uint32_t)L.top_k;
+  uint32_t* wc = mr_l1_smem + warp * E;
+  float* gbuf = (float*)(mr_l1_smem + MR_LW * E + warp * scratch_words);
+  unsigned char* gsel = (unsigned char*)(gbuf + E);
+  const uint32_t s = blockIdx.x * MR_LW + warp;
+  const int64_t t0 = mr_l_split(L.num_tokens, L.slices, s);
+  const int64_t t1 = mr_l_split(L.num_tokens, L.slices, s + 1u);
+  /* the next row's loads are issued before this row's compute when the extra
+   * EPL registers fit under the cap (checked with -Xptxas -v: no spills) */
+  constexpr bool PREFETCH = EPL <= 8 || (MR_L_GATE_V3 && KIND == 0 && EPL <= 16); /* KIND 0: PACKED */
+
+  uint32_t raw[EPL], braw[EPL];
+  if (t0 < t1) mr_l_load_row<DT, EPL, KIND>(g, t0, lane, raw); /* first row in flight */
+  mr_l_load_bias<DT, EPL, KIND>(g, lane, braw);
+  mr_large_first_clear(&L, s, lane);
+  for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
+  __syncwarp();
+  const uint32_t lt = mr_lanemask_lt();
+
+  for (int64_t t = t0; t < t1; ++t) { /* warp-uniform */
+    uint32_t nxt[EPL];
+    if (PREFETCH && t + 1 < t1) mr_l_load_row<DT, EPL, KIND>(g, t + 1, lane, nxt);
+    int32_t id;
+    float w;
+    mr_l_gate_row<DT, EPL, KIND>(g, t, lane, raw, braw, gbuf, gsel, &id, &w);
+    const bool mine = lane < k;
+    const uint32_t e = (mine && (uint32_t)id < E) ? (uint32_t)id : MR_L_NONE;
+    const uint32_t r = mr_large_rank(wc, e, lt);
+    if (mine) {
+      const int64_t i = t * (int64_t)k + lane;
+      if (topk_ids) topk_ids[i] = id;
+      if (topk_weights) topk_weights[i] = w;
+      L.codes[i] = e == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | e;
+    }
+    if (t + 1 < t1) {
+      if (PREFETCH) {
+#pragma unroll
+        for (int q = 0; q < EPL; ++q) raw[q] = nxt[q];
+      } else {
+        mr_l_load_row<DT, EPL, KIND>(g, t + 1, lane, raw);
+      }
+    }
+  }
+  __syncthreads(); /* every warp's counters final */
+  mr_large_publish(&L, mr_l1_smem);
+}
+
+/* ---- L1: rank (sort) ------------------------------------------------------------------ */
+
+/* Shared memory: wc [8][E]. Entries of slice s: [t0*k, t1*k), 256 per pass
+ * (8 loads per lane in flight, then 8 rank steps). */
+__global__ void __launch_bounds__(MR_LT)
+    mr_large_count_kernel(const int32_t* ids, const __grid_constant__ mr_large_args L) {
+  mr_pdl_launch_dependents();
+  extern __shared__ uint32_t mr_l1c_smem[];
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint32_t E = (uint32_t)L.num_experts;
+  const int64_t k = L.top_k;
+  uint32_t* wc = mr_l1c_smem + warp * E;
+  const uint32_t s = blockIdx.x * MR_LW + warp;
+  const int64_t i0 = mr_l_split(L.num_tokens, L.slices, s) * k;
+  const int64_t i1 = mr_l_split(L.num_tokens, L.slices, s + 1u) * k;
+  mr_large_first_clear(&L, s, lane);
+  for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
+  __syncwarp();
+  const uint32_t lt = mr_lanemask_lt();
+
+  for (int64_t base = i0; base < i1; base += 8 * 32) { /* warp-uniform */
+    uint32_t ev[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int64_t i = base + j * 32 + lane;
+      const uint32_t v = i < i1 ? (uint32_t)__ldg(ids + i) : MR_L_NONE;
+      ev[j] = v < E ? v : MR_L_NONE; /* ids outside [0, E): dropped */
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (base + j * 32 >= i1) break; /* warp-uniform */
+      const uint32_t r = mr_large_rank(wc, ev[j], lt);
+      const int64_t i = base + j * 32 + lane;
+      if (i < i1) L.codes[i] = ev[j] == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | ev[j];
+    }
+  }
+  __syncthreads();
+  mr_large_publish(&L, mr_l1c_smem);
+}
+
+/* ---- L2: scan over the chunks ------------------------------------------------------------ */
+
+/* One warp per expert row counts[e][0..G): all loads first (G <= 512: 16 per
+ * lane), then 32-wide scans with a carry. */
+__global__ void __launch_bounds__(MR_L_SCAN_WARPS * 32) mr_large_scan_kernel(const __grid_constant__ mr_large_args L) {
+  mr_pdl_launch_dependents();
+  mr_pdl_wait(); /* every thread: L2 completes only after L1 has */
+  const uint32_t lane = threadIdx.x & 31u;
+  const uint32_t e = blockIdx.x * MR_L_SCAN_WARPS + (threadIdx.x >> 5);
+  if (e >= (uint32_t)L.num_experts) return; /* whole warp */
+  const uint32_t G = L.chunks;
+  uint32_t* row = L.counts + (size_t)e * G;
+  uint32_t v[MR_L_GCAP / 32];
+#pragma unroll
+  for (int j = 0; j < MR_L_GCAP / 32; ++j) {
+    const uint32_t c = (uint32_t)j * 32u + lane;
+    v[j] = c < G ? __ldcg(row + c) : 0u;
+  }
+  uint32_t carry = 0u;
+#pragma unroll
+  for (int j = 0; j < MR_L_GCAP / 32; ++j) {
+    if ((uint32_t)j * 32u >= G) break; /* warp-uniform */
+    const uint32_t incl = mr_warp_incl_scan(v[j], lane);
+    const uint32_t c = (uint32_t)j * 32u + lane;
+    if (c < G) row[c] = carry + incl - v[j];
+    carry += __shfl_sync(MR_FULL_MASK, incl, 31);
+  }
+  if (lane == 0) L.tot[e] = carry;
+}
+
+/* ---- L3: clear + place --------------------------------------------------------------------- */
+
+/* Padding of expert e: positions [start + cnt, start + pad) and its blocks
+ * [start/U, (start+pad)/U). One warp, lanes striding (contract 3.1, 3.2). */
+__device__ __forceinline__ void mr_large_padding(const mr_sort_out* o, uint32_t start, uint32_t cnt,
+                                                 uint32_t local_id, uint32_t lane) {
+  const uint32_t T = (uint32_t)o->num_tokens, k = (uint32_t)o->top_k, U = (uint32_t)o->unit_size;
+  const uint32_t pad = (cnt + U - 1u) / U * U;
+  const int32_t ck_sentinel = (int32_t)((k << 24) | T);
+  const int32_t vllm_sentinel = (int32_t)(T * k);
+  for (uint32_t j = cnt + lane; j < pad; j += 32) {
+    const uint32_t pos = start + j;
+    if (o->sorted_ids) {
+      o->sorted_ids[pos] = ck_sentinel;
+      if (o->sorted_weights) o->sorted_weights[pos] = 0.0f;
+    }
+    if (o->sorted_token_ids) o->sorted_token_ids[pos] = vllm_sentinel;
+  }
+  const uint32_t b1 = (start + pad) / U;
+  for (uint32_t b = start / U + lane; b < b1; b += 32) {
+    if (o->sorted_expert_ids) o->sorted_expert_ids[b] = (int32_t)local_id;
+    if (o->expert_ids) o->expert_ids[b] = (int32_t)local_id;
+  }
+}
+
+/* Shared memory (routing CTAs): warp totals [8] (64-bit) | start [E] | count [E]
+ * | local id [E] | pos [E] (start + entries of e in earlier chunks). Clear CTAs
+ * with bulk copies use the first MR_L_ZB bytes as their zero source. */
+__global__ void __launch_bounds__(MR_LT)
+    mr_large_scatter_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_large_args L,
+                            const float* weights) {
+  extern __shared__ uint4 mr_l3_smem[];
+  if (blockIdx.x < L.clear_ctas) { /* no wait: runs under L1 and L2 */
+    mr_large_last_clear(&L, mr_l3_smem);
+    return;
+  }
+  const uint32_t c = blockIdx.x - L.clear_ctas;
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t E = (uint32_t)L.num_experts, k = (uint32_t)L.top_k, U = (uint32_t)o.unit_size, G = L.chunks;
+  unsigned long long* s_w64 = (unsigned long long*)mr_l3_smem;
+  uint32_t* s_start = (uint32_t*)(s_w64 + MR_LW);
+  uint32_t* s_cnt = s_start + E;
+  uint32_t* s_loc = s_cnt + E;
+  uint32_t* s_pos = s_loc + E;
+
+  /* the expert mask is an input: read before the wait (design.md 7: non-zero = enabled) */
+  const uint32_t ept = (E + MR_LT - 1u) / MR_LT; /* <= 4 */
+  uint32_t en_bits = 0xfu;
+  if (o.expert_mask != NULL) {
+    en_bits = 0u;
+#pragma unroll
+    for (uint32_t q = 0; q < 4u; ++q) {
+      const uint32_t e = tid * ept + q;
+      if (q < ept && e < E && __ldg(o.expert_mask + e) != 0) en_bits |= 1u << q;
+    }
+  }
+  mr_pdl_wait();
+
+  /* 1. padded scan over experts, 64-bit: pad sum low, enabled count high */
+  unsigned long long v[4], sum = 0ull;
+  uint32_t cnt[4], pre[4];
+#pragma unroll
+  for (uint32_t q = 0; q < 4u; ++q) {
+    const uint32_t e = tid * ept + q;
+    v[q] = 0ull;
+    cnt[q] = 0u;
+    pre[q] = 0u;
+    if (q < ept && e < E) {
+      const uint32_t en = (en_bits >> q) & 1u;
+      const uint32_t n = en ? __ldcg(L.tot + e) : 0u; /* a masked expert's entries are dropped */
+      pre[q] = __ldcg(L.counts + (size_t)e * G + c);
+      cnt[q] = n;
+      v[q] = (unsigned long long)((n + U - 1u) / U * U) | ((unsigned long long)en << 32);
+    }
+    sum += v[q];
+  }
+  const unsigned long long incl = mr_warp_incl_scan64(sum, lane);
+  if (lane == 31) s_w64[warp] = incl;
+  __syncthreads();
+  unsigned long long before = 0ull, total = 0ull;
+#pragma unroll
+  for (uint32_t w = 0; w < MR_LW; ++w) {
+    const unsigned long long x = s_w64[w];
+    before += w < warp ? x : 0ull;
+    total += x;
+  }
+  unsigned long long run = before + incl - sum;
+#pragma unroll
+  for (uint32_t q = 0; q < 4u; ++q) {
+    const uint32_t e = tid * ept + q;
+    if (q < ept && e < E) {
+      s_start[e] = (uint32_t)run;
+      s_loc[e] = (uint32_t)(run >> 32);
+      s_cnt[e] = cnt[q];
+      s_pos[e] = (uint32_t)run + pre[q];
+    }
+    run += v[q];
+  }
+  __syncthreads();
+
+  /* 2. this warp's slice: entries [t0*k, t1*k), 128 per pass (4 code loads in flight) */
+  const uint32_t s = c * MR_LW + warp;
+  const int64_t i0 = mr_l_split(L.num_tokens, L.slices, s) * (int64_t)k;
+  const int64_t i1 = mr_l_split(L.num_tokens, L.slices, s + 1u) * (int64_t)k;
+  const uint32_t* wb = L.wbase + (size_t)s * E;
+  const uint32_t* wbits = (const uint32_t*)weights;
+  for (int64_t base = i0; base < i1; base += 4 * 32) {
+    uint32_t code[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t i = base + j * 32 + lane;
+      code[j] = i < i1 ? __ldcg(L.codes + i) : MR_L_NONE;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t e = code[j] & MR_L_EXPERT_BITS;
+      if (e < E && s_cnt[e] != 0u) { /* in range and enabled (MR_L_NONE: e = 0x7ff >= E) */
+        const uint32_t i = (uint32_t)(base + j * 32 + lane); /* < T*k < 2^31 */
+        const uint32_t pos = s_pos[e] + __ldcg(wb + e) + (code[j] >> MR_L_RANK_SHIFT);
+        if (o.sorted_ids) {
+          const uint32_t t = i / k, slot = i - t * k;
+          o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+          if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = __ldcg(wbits + i); /* bit-exact */
+        }
+        if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
+      }
+    }
+  }
+
+  /* 3. padding and block ids: experts c*8 + warp, + 8G, ... */
+  for (uint32_t e = c * MR_LW + warp; e < E; e += G * MR_LW) {
+    const uint32_t n = s_cnt[e];
+    if (n != 0u) mr_large_padding(&o, s_start[e], n, s_loc[e], lane);
+  }
+  if (c == 0 && tid == 0) {
+    const uint32_t tot32 = (uint32_t)total;
+    if (o.num_valid_ids) {
+      o.num_valid_ids[0] = (int32_t)tot32;
+      o.num_valid_ids[1] = (int32_t)o.num_tokens;
+    }
+    if (o.num_tokens_post_pad) o.num_tokens_post_pad[0] = (int32_t)tot32;
+  }
+}
+
+/* ======================================================================== */
+/* host side                                                                 */
+/* ======================================================================== */
+
+#define MR_L_ALIGN(x) (((x) + 255u) & ~(size_t)255u)
+
+/* Compute capability major of the current device (cached per device; benign race). */
+#define MR_L_MAX_DEVICES 64
+static int mr_l_cc[MR_L_MAX_DEVICES];
+static int mr_l_cc_major(void) {
+  int dev = 0, v = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < MR_L_MAX_DEVICES && mr_l_cc[dev] > 0) return mr_l_cc[dev];
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < MR_L_MAX_DEVICES) mr_l_cc[dev] = v;
+  return v;
+}
+
+/* Fewest chunks that keep every slice at most 2^21 entries (the rank field):
+ * ceil(T / S) * k <= 2^21 with S = 8G. At most 128 for T*k < 2^31. */
+static int64_t mr_l_min_chunks(const mr_config* cfg) {
+  const int64_t T = cfg->num_tokens, m = (int64_t)(MR_L_RANK_MAX / (uint32_t)cfg->top_k);
+  const int64_t slices = (T + m - 1) / m;
+  const int64_t g = (slices + MR_LW - 1) / MR_LW;
+  return g < 1 ? 1 : g;
+}
+/* The workspace bound: a function of (T, k) only. */
+static int64_t mr_l_max_chunks(const mr_config* cfg) {
+  int64_t g = cfg->num_tokens; /* >= 1 token per chunk */
+  if (g > MR_L_GCAP) g = MR_L_GCAP;
+  const int64_t lo = mr_l_min_chunks(cfg);
+  return g > lo ? g : lo;
+}
+/* Chunks of a launch: one CTA per chunk, per_sm per SM, >= 1 token per chunk
+ * (below ~1000 tokens the rows spread over as many SMs as there are rows: a
+ * few gating warps per SM finish a row sooner than eight). */
+static uint32_t mr_l_chunks(const mr_config* cfg, int per_sm) {
+  int64_t g = (int64_t)mr_cuda_sm_count() * per_sm;
+  if (g > cfg->num_tokens) g = cfg->num_tokens;
+  const int64_t lo = mr_l_min_chunks(cfg), hi = mr_l_max_chunks(cfg);
+  if (g < lo) g = lo;
+  if (g > hi) g = hi;
+  return (uint32_t)(g < 1 ? 1 : g);
+}
+
+extern "C" size_t mr_cuda_large_sort_workspace(const mr_config* cfg) {
+  const size_t E = (size_t)cfg->num_experts, G = (size_t)mr_l_max_chunks(cfg);
+  const size_t n = (size_t)cfg->num_tokens * (size_t)cfg->top_k;
+  return MR_L_ALIGN(E * G * 4u) + MR_L_ALIGN(E * 4u) + MR_L_ALIGN(G * MR_LW * E * 4u) + MR_L_ALIGN(n * 4u);
+}
+
+/* The moe_buf clear is "large" when it takes longer than routing could hide
+ * cheaply: >= 1 KB per token (every preset's [T, hidden] bf16 buffer is 4-14 KB
+ * per token). Then route's L1 runs one CTA per SM (8 gating warps) so that L2's
+ * and L3's CTAs (clear CTAs first) are resident from the start. */
+static int mr_l_overlap(const mr_config* cfg) {
+  return cfg->moe_buf_bytes >= (size_t)cfg->num_tokens * 1024u;
+}
+
+/* Fill L for cfg: workspace carve-up, chunks, and the clear split. */
+static void mr_l_args_init(const mr_config* cfg, const mr_sort_out* o, void* workspace, uint32_t chunks,
+                           mr_large_args* L) {
+  memset(L, 0, sizeof *L);
+  const size_t E = (size_t)cfg->num_experts, Gmax = (size_t)mr_l_max_chunks(cfg);
+  unsigned char* w = (unsigned char*)workspace;
+  L->num_tokens = cfg->num_tokens;
+  L->num_experts = cfg->num_experts;
+  L->top_k = cfg->top_k;
+  L->chunks = chunks;
+  L->slices = chunks * MR_LW;
+  L->counts = (uint32_t*)w;
+  w += MR_L_ALIGN(E * Gmax * 4u);
+  L->tot = (uint32_t*)w;
+  w += MR_L_ALIGN(E * 4u);
+  L->wbase = (uint32_t*)w;
+  w += MR_L_ALIGN(Gmax * MR_LW * E * 4u);
+  L->codes = (uint32_t*)w;
+
+  /* moe_buf: lead | 16-byte aligned body | trail */
+  const size_t bytes = o->moe_buf ? o->moe_buf_bytes : 0u;
+  if (bytes == 0) return;
+  unsigned char* p = o->moe_buf;
+  size_t lead = (size_t)((16u - ((uintptr_t)p & 15u)) & 15u);
+  if (lead > bytes) lead = bytes;
+  const size_t units = (bytes - lead) / 16u;
+  L->lead = p;
+  L->lead_bytes = (uint32_t)lead;
+  L->body = (uint4*)(p + lead);
+  L->body_units = units;
+  L->trail = p + lead + units * 16u;
+  L->trail_bytes = (uint32_t)(bytes - lead - units * 16u);
+
+  /* L1's share: auto = a quarter of the body, at most 4 KB per slice (256
+   * units: 8 stores per lane, issued at the warp's start) */
+  size_t first;
+  if (mr_cuda_tune.first_clear_kb < 0) {
+    first = 0;
+  } else if (mr_cuda_tune.first_clear_kb > 0) {
+    first = (size_t)mr_cuda_tune.first_clear_kb * 64u;
+  } else {
+    first = units / 4u;
+    const size_t cap = (size_t)L->slices * 256u;
+    if (first > cap) first = cap;
+  }
+  if (first > units) first = units;
+  /* L3's clear CTAs: auto 1 per SM, at least 64 KB each */
+  const size_t rest = units - first;
+  int per_sm = mr_cuda_tune.clear_ctas_per_sm > 0 ? mr_cuda_tune.clear_ctas_per_sm : 1;
+  size_t ctas = (size_t)mr_cuda_sm_count() * (size_t)per_sm;
+  const size_t by_size = (rest * 16u + 65535u) / 65536u;
+  if (ctas > by_size) ctas = by_size;
+  if (ctas == 0) first = units; /* nothing left for L3 */
+  L->first_units = first;
+  L->clear_ctas = (uint32_t)ctas;
+  L->clear_bulk = (mr_cuda_tune.clear_engine != 2 && mr_l_cc_major() >= 9) ? 1u : 0u;
+}
+
+/* Launch configuration, with the PDL attribute when asked for. */
+static cudaLaunchConfig_t mr_l_config(unsigned grid, unsigned threads, size_t smem, cudaStream_t stream, int pdl,
+                                      cudaLaunchAttribute* attr) {
+  cudaLaunchConfig_t lc = mr_launch_config(grid, threads, smem, stream);
+  if (pdl) {
+    memset(attr, 0, sizeof *attr);
+    attr->id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr->val.programmaticStreamSerializationAllowed = 1;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+  }
+  return lc;
+}
+
+static int mr_l_pdl(void) { return !mr_cuda_tune.large_no_pdl && mr_l_cc_major() >= 9; }
+
+/* L2 and L3 (shared by route and sort). weights: the fp32 top-k weights that
+ * sorted_weights copies (NULL when the layout has none). */
+static cudaError_t mr_l_launch_scan_scatter(const mr_config* cfg, const mr_sort_out* o, const mr_large_args* L,
+                                            const float* weights, cudaStream_t stream) {
+  const int pdl = mr_l_pdl();
+  cudaLaunchAttribute attr;
+  const unsigned E = (unsigned)cfg->num_experts;
+  cudaLaunchConfig_t b = mr_l_config((E + MR_L_SCAN_WARPS - 1) / MR_L_SCAN_WARPS, MR_L_SCAN_WARPS * 32, 0, stream,
+                                     pdl, &attr);
+  MR_TRY(cudaLaunchKernelEx(&b, mr_large_scan_kernel, *L));
+
+  size_t smem = (size_t)MR_LW * 8u + (size_t)E * 16u;
+  if (L->clear_ctas && L->clear_bulk && smem < MR_L_ZB) smem = MR_L_ZB;
+  const float* w = o->sorted_weights ? weights : NULL;
+  cudaLaunchConfig_t c = mr_l_config(L->clear_ctas + L->chunks, MR_LT, smem, stream, pdl, &attr);
+  MR_TRY(cudaLaunchKernelEx(&c, mr_large_scatter_kernel, *o, *L, w));
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t mr_cuda_launch_large_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                                 const float* topk_weights, void* workspace, cudaStream_t stream) {
+  /* ranking is light: two CTAs per SM in any case (the L2/L3 CTAs fit beside them) */
+  const int per_sm = mr_cuda_tune.large_ctas_per_sm > 0 ? mr_cuda_tune.large_ctas_per_sm : 2;
+  mr_large_args L;
+  mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), &L);
+  const size_t smem = (size_t)MR_LW * (size_t)cfg->num_experts * 4u; /* <= 32 KB */
+  cudaLaunchConfig_t a = mr_launch_config(L.chunks, MR_LT, smem, stream); /* no PDL: waits for the caller's work */
+  MR_TRY(cudaLaunchKernelEx(&a, mr_large_count_kernel, topk_ids, L));
+  return mr_l_launch_scan_scatter(cfg, o, &L, topk_weights, stream);
+}
+
+/* L1's shared memory for route, bytes. */
+static size_t mr_l_route_smem(const mr_config* cfg, const mr_gate_args* a) {
+  return ((size_t)MR_LW * (size_t)cfg->num_experts + (size_t)MR_LW * mr_l_gate_scratch_words(a)) * 4u;
+}
+
+template <int DT, int EPL, int KIND>
+static cudaError_t mr_l_launch_gate_t(const mr_l_gate_t* g, const mr_large_args* L, int32_t* topk_ids,
+                                      float* topk_weights, uint32_t scratch_words, size_t smem, cudaStream_t stream) {
+  cudaLaunchConfig_t lc = mr_launch_config(L->chunks, MR_LT, smem, stream); /* no PDL: the logits' producer */
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_large_gate_kernel<DT, EPL, KIND>, *g, *L, topk_ids, topk_weights, scratch_words));
+  return cudaSuccess;
+}
+
+/* The kind (v3) of the instantiation route's L1 uses for cfg; 0 with v2. */
+static int mr_l_gate_kind(const mr_config* cfg, const mr_gate_args* a) {
+#if MR_L_GATE_V3
+  return MR_KIND_FIX(cfg->dtype, mr_gate_kind(a, cfg->dtype));
+#else
+  (void)cfg;
+  (void)a;
+  return 0;
+#endif
+}
+
+/* L1 of route: the instantiation for (dtype, EPL bucket, kind). */
+static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a, const mr_large_args* L,
+                                    int32_t* topk_ids, float* topk_weights, size_t smem, cudaStream_t stream) {
+  const int epl = mr_cuda_epl_bucket(cfg->num_experts);
+  const uint32_t sw = mr_l_gate_scratch_words(a);
+#if MR_L_GATE_V3
+  mr_gate_p g;
+  mr_gate_p_init(a, cfg->dtype, &g);
+  const int kind = mr_gate_kind(a, cfg->dtype);
+#define MR_L_KIND(DT, EPL, K)                                                                                \
+  if (kind == K)                                                                                             \
+    return mr_l_launch_gate_t<MR_KIND_DT(DT, MR_KIND_FIX(DT, K)), EPL, MR_KIND_FIX(DT, K)>(&g, L, topk_ids, \
+                                                                                         topk_weights, sw,   \
+                                                                                         smem, stream);
+#define MR_L_CASE(DT, EPL)                \
+  if (cfg->dtype == DT && epl == EPL) {   \
+    MR_L_KIND(DT, EPL, MR_KIND_PACKED)    \
+    MR_L_KIND(DT, EPL, MR_KIND_FULL)      \
+    MR_L_KIND(DT, EPL, MR_KIND_GROUPED)   \
+  }
+#else
+  const mr_gate_args g = *a;
+#define MR_L_CASE(DT, EPL) \
+  if (cfg->dtype == DT && epl == EPL) return mr_l_launch_gate_t<DT, EPL, 0>(&g, L, topk_ids, topk_weights, sw, smem, stream);
+#endif
+  MR_FOR_EACH_GATE_SPEC(MR_L_CASE)
+#undef MR_L_CASE
+#undef MR_L_KIND
+  return cudaErrorInvalidConfiguration; /* unreachable: the dispatch checked the list */
+}
+
+extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                                  int32_t* topk_ids, float* topk_weights, void* workspace,
+                                                  cudaStream_t stream) {
+  const size_t entries = (size_t)cfg->num_tokens * (size_t)cfg->top_k;
+  unsigned char* w = (unsigned char*)workspace;
+  const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
+  const size_t smem = mr_l_route_smem(cfg, a);
+  if (mr_cuda_tune.general_v1 || smem > MR_L_SMEM_MAX) {
+    /* the run-1 chain: gate into the caller's top-k outputs or the workspace, then sort */
+    int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
+    float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
+    cudaError_t err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
+    if (err == cudaSuccess) err = mr_cuda_launch_general_sort(cfg, o, ids, wts, w, stream);
+    return err;
+  }
+  /* one CTA per SM while a large clear overlaps (room for L2's and L3's CTAs
+   * beside it), else as many as the instantiation's register cap allows */
+  int per_sm = mr_cuda_tune.large_ctas_per_sm;
+  if (per_sm <= 0)
+    per_sm = mr_l_overlap(cfg) ? 1
+                               : mr_l_gate_blocks(MR_L_GATE_V3, mr_cuda_epl_bucket(cfg->num_experts),
+                                                  mr_l_gate_kind(cfg, a));
+  mr_large_args L;
+  mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), &L);
+  /* the weights sorted_weights copies: the caller's top-k weights, or the workspace */
+  float* wts = topk_weights ? topk_weights : (o->sorted_weights ? (float*)(w + sort_ws) : NULL);
+  const cudaError_t err = mr_l_launch_gate(cfg, a, &L, topk_ids, wts, smem, stream);
+  if (err != cudaSuccess) return err;
+  return mr_l_launch_scan_scatter(cfg, o, &L, wts, stream);
+}
