@@ -33,7 +33,10 @@
 #include "cuda/common.cuh"
 #include "cuda/large.cuh"
 
-mr_cuda_tuning mr_cuda_tune = {0, 0, 0};
+/* general_v1 = 1: the large-T path of run 1 (device-verified) stays the default until the
+ * three-launch path of large.cu has passed test_cuda and the sanitizers on a GPU; the lab
+ * (dev/large_lab.cu) selects it with general_v1 = 0. */
+mr_cuda_tuning mr_cuda_tune = {0, 0, 0, 1};
 
 /* ---- small host helpers ---------------------------------------------------- */
 
