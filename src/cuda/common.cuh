@@ -240,14 +240,14 @@ typedef struct mr_sort_out {
 extern "C" {
 #endif
 
-/* Tuning knobs, read by the dispatch (defaults 0 = automatic). Only the lab
+/* Tuning knobs, read by the dispatch (0 = automatic, except general_v1). Only the lab
  * (dev/) changes them; not part of the public API. */
 typedef struct mr_cuda_tuning {
   int fused_cluster;     /* CTAs that gate in the fused kernel: 1, 2, 4, 8 */
   int small_sort_ctas;   /* CTAs of the one-launch sort: 1..16 */
   int force_general;     /* 1: route/sort always take the multi-kernel path */
   /* the large path (large.cu, dev/large-notes.md); 0 everywhere = the defaults */
-  int general_v1;        /* FALLBACK: 1 = the run-1 general path (gate, count, scan+clear, scatter) */
+  int general_v1;        /* 1 (the default, entry.cu) = the run-1 general path (gate, count, scan+clear, scatter); 0 = large.cu */
   int large_no_pdl;      /* 1: no programmatic dependent launch between the large path's launches */
   int large_ctas_per_sm; /* first-launch CTAs per SM: 0 = auto (1 while a large moe_buf clear overlaps, else 2) */
   int clear_engine;      /* last-launch clear: 0 = auto (bulk copy), 1 = bulk copy (TMA), 2 = 16-byte stores */

@@ -13,13 +13,16 @@
  *                                                     underneath. Grouped selection
  *                                                     with E > 768 (first launch over
  *                                                     48 KB of shared memory), or
- *                                                     mr_cuda_tune.general_v1: gate
- *                                                     kernel, then the general sort
+ *                                                     mr_cuda_tune.general_v1 (the
+ *                                                     DEFAULT until the large path has
+ *                                                     run on a GPU): gate kernel, then
+ *                                                     the general sort
  *   gate   any T                                     gate kernel (or nothing at T = 0)
  *   sort   same bound as route                       one launch (sort.cu)
  *          otherwise                                  the large path (rank, scan,
  *                                                     place+clear; 3 launches), or with
- *                                                     general_v1 the run-1 general sort
+ *                                                     general_v1 (default for now) the
+ *                                                     run-1 general sort
  *
  * Every launch is asynchronous on the caller's stream, allocates nothing, reads
  * nothing back, and is graph-capturable (cudaLaunchKernelEx with at most a
@@ -195,9 +198,10 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   if (mr_route_one_launch(&cfg)) {
     err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else {
-    /* general: the large path (large.cu: gate+rank, scan, place+clear), or the
-     * run-1 chain gate kernel + general sort (fallback knob, or a first launch
-     * that does not fit 48 KB of shared memory) */
+    /* general: the run-1 chain, gate kernel + general sort (the default while
+     * general_v1 = 1, and whenever the large path's first launch would exceed
+     * 48 KB of shared memory), or the large path (large.cu: gate+rank, scan,
+     * place+clear) when general_v1 = 0 */
     err = mr_cuda_launch_large_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
   }
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
