@@ -70,7 +70,7 @@ static const Variant VARIANTS[] = {
 static void set_variant(int v) {
   memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
   const Variant* x = &VARIANTS[v];
-  mr_cuda_tune.general_v1 = x->general_v1;
+  mr_cuda_tune.general_v1 = x->general_v1 ? 1 : 2; /* force the path: 0 would be automatic */
   mr_cuda_tune.large_no_pdl = x->no_pdl;
   mr_cuda_tune.large_ctas_per_sm = x->ctas_per_sm;
   mr_cuda_tune.clear_engine = x->engine;
@@ -329,6 +329,9 @@ static void check_route(const Shape* sh, int64_t T, int with_mask, int variant, 
   if (mb > ((size_t)64 << 20)) mb = (size_t)64 << 20; /* host copies stay small */
   mb += 5;                                              /* odd size ... */
   fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, mb, &p);
+  /* the knobs first: the workspace size depends on the path they select */
+  set_variant(variant);
+  mr_cuda_tune.force_general = force; /* 1: the large path also below the one-launch bound */
   Bufs b;
   bufs_alloc(&p, 3, &b); /* ... at an odd address */
   float* hb = (float*)malloc((size_t)sh->E * 4);
@@ -339,8 +342,6 @@ static void check_route(const Shape* sh, int64_t T, int with_mask, int variant, 
     CK(cudaFree(b.bias));
     b.bias = NULL;
   }
-  set_variant(variant);
-  mr_cuda_tune.force_general = force; /* 1: the large path also below the one-launch bound */
   moeroute_buffers bu;
   HostOut run[2], ref;
   for (int r = 0; r < 2; ++r) { /* run 1 without top-k outputs: the weights go through the workspace */
@@ -421,6 +422,8 @@ static void check_sort(const Shape* sh, int64_t T, int with_mask, int variant, i
   moeroute_params p;
   const size_t mb = (size_t)T * 64 + 7;
   fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, mb, &p);
+  set_variant(variant); /* before the workspace is sized */
+  mr_cuda_tune.force_general = force;
   Bufs b;
   bufs_alloc(&p, 5, &b);
   float* hb = (float*)malloc((size_t)sh->E * 4);
@@ -441,8 +444,6 @@ static void check_sort(const Shape* sh, int64_t T, int with_mask, int variant, i
     uint32_t bits = (uint32_t)rnd();
     memcpy(&w[i], &bits, 4);
   }
-  set_variant(variant);
-  mr_cuda_tune.force_general = force;
   poison(&b);
   CK(cudaMemcpy(b.d[B_TOPK_IDS], ids, (size_t)n * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(b.d[B_TOPK_W], w, (size_t)n * 4, cudaMemcpyHostToDevice));

@@ -247,7 +247,8 @@ typedef struct mr_cuda_tuning {
   int small_sort_ctas;   /* CTAs of the one-launch sort: 1..16 */
   int force_general;     /* 1: route/sort always take the multi-kernel path */
   /* the large path (large.cu, dev/large-notes.md); 0 everywhere = the defaults */
-  int general_v1;        /* 1 (the default, entry.cu) = the run-1 general path (gate, count, scan+clear, scatter); 0 = large.cu */
+  int general_v1;        /* 0 = automatic (mr_cuda_large_v1), 1 = the run-1 general path (gate, count,
+                            scan+clear, scatter), 2 = large.cu */
   int large_no_pdl;      /* 1: no programmatic dependent launch between the large path's launches */
   int large_ctas_per_sm; /* first-launch CTAs per SM: 0 = auto (1 while a large moe_buf clear overlaps, else 2) */
   int clear_engine;      /* last-launch clear: 0 = auto (bulk copy), 1 = bulk copy (TMA), 2 = 16-byte stores */
@@ -255,6 +256,17 @@ typedef struct mr_cuda_tuning {
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
+
+/* Above the one-launch bounds, which path: 1 = the run-1 chain, 0 = the three
+ * launches of large.cu. Measured (bench/results/run4, large_lab): large.cu is
+ * faster without moe_buf (sort 13.1 vs 15.8 us, route 12.2 vs 14.1 at
+ * T = 1024, DeepSeek-R1 sizes), the run-1 chain with it (its clear runs at a
+ * higher rate: route + buf 93 vs 113 - 303 us at T = 16384). */
+static inline int mr_cuda_large_v1(size_t moe_buf_bytes) {
+  if (mr_cuda_tune.general_v1 == 1) return 1;
+  if (mr_cuda_tune.general_v1 == 2) return 0;
+  return moe_buf_bytes > 0;
+}
 
 /* Where the last failing launch was issued (file:line), for the message. */
 void mr_cuda_note_where(const char* file, int line);

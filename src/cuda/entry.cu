@@ -13,16 +13,16 @@
  *                                                     underneath. Grouped selection
  *                                                     with E > 768 (first launch over
  *                                                     48 KB of shared memory), or
- *                                                     mr_cuda_tune.general_v1 (the
- *                                                     DEFAULT until the large path has
- *                                                     run on a GPU): gate kernel, then
- *                                                     the general sort
+ *                                                     a moe_buf to clear
+ *                                                     (mr_cuda_large_v1, measured):
+ *                                                     gate kernel, then the run-1
+ *                                                     general sort
  *   gate   any T                                     gate kernel (or nothing at T = 0)
  *   sort   same bound as route                       one launch (sort.cu)
  *          otherwise                                  the large path (rank, scan,
- *                                                     place+clear; 3 launches), or with
- *                                                     general_v1 (default for now) the
- *                                                     run-1 general sort
+ *                                                     place; 3 launches) without a
+ *                                                     moe_buf, the run-1 general sort
+ *                                                     with one (mr_cuda_large_v1)
  *
  * Every launch is asynchronous on the caller's stream, allocates nothing, reads
  * nothing back, and is graph-capturable (cudaLaunchKernelEx with at most a
@@ -36,10 +36,8 @@
 #include "cuda/common.cuh"
 #include "cuda/large.cuh"
 
-/* general_v1 = 1: the large-T path of run 1 (device-verified) stays the default until the
- * three-launch path of large.cu has passed test_cuda and the sanitizers on a GPU; the lab
- * (dev/large_lab.cu) selects it with general_v1 = 0. */
-mr_cuda_tuning mr_cuda_tune = {0, 0, 0, 1};
+/* every knob automatic (general_v1 = 0: mr_cuda_large_v1 picks the large-T path) */
+mr_cuda_tuning mr_cuda_tune = {0, 0, 0, 0};
 
 /* ---- small host helpers ---------------------------------------------------- */
 
@@ -198,10 +196,10 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   if (mr_route_one_launch(&cfg)) {
     err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else {
-    /* general: the run-1 chain, gate kernel + general sort (the default while
-     * general_v1 = 1, and whenever the large path's first launch would exceed
-     * 48 KB of shared memory), or the large path (large.cu: gate+rank, scan,
-     * place+clear) when general_v1 = 0 */
+    /* general: the large path (large.cu: gate+rank, scan, place) without a
+     * moe_buf, else the run-1 chain, gate kernel + general sort (also whenever
+     * the large path's first launch would exceed 48 KB of shared memory);
+     * mr_cuda_large_v1 in common.cuh */
     err = mr_cuda_launch_large_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
   }
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);

@@ -285,6 +285,122 @@ __device__ __forceinline__ float mr_tree_fmax(const float* x) {
   return m[0];
 }
 
+/* ---- top-k by bitonic merges (v4, dev/cuda-notes.md) ------------------------------
+ *
+ * The selection keys are unique (the expert index is part of the key), so the
+ * top k of a row are the k largest keys, in descending order, with the tie
+ * rule built in. Each lane sorts its EPL keys into a descending list of L
+ * (L = 4, 8 or 16 >= k; a lane with more than L keys merges sorted chunks),
+ * then five butterfly stages exchange whole lists (shfl_xor) and keep the top
+ * L of the two: c_i = max(a_i, b_{L-1-i}) is bitonic and holds the top L of
+ * a and b; log2(L) compare-exchange stages sort it. After the five stages
+ * every lane holds the row's top L. The dependent chain is five shuffle
+ * rounds plus ~25 min/max levels, instead of k rounds of a warp reduction
+ * (v3: about 300 cycles per pick; stamp_lab "thrice", run 4).
+ *
+ * K is uint32_t (PACKED: 16-bit value and inverted index) or uint64_t
+ * (FULL/GROUPED: ord32 key << 32 | inverted index). */
+__device__ __forceinline__ void mr_cx(uint32_t& a, uint32_t& b) {
+  const uint32_t h = a > b ? a : b, l = a > b ? b : a;
+  a = h;
+  b = l;
+}
+__device__ __forceinline__ void mr_cx(uint64_t& a, uint64_t& b) {
+  const bool s = b > a;
+  const uint64_t h = s ? b : a, l = s ? a : b;
+  a = h;
+  b = l;
+}
+__device__ __forceinline__ uint32_t mr_kmax(uint32_t a, uint32_t b) { return a > b ? a : b; }
+__device__ __forceinline__ uint64_t mr_kmax(uint64_t a, uint64_t b) { return a > b ? a : b; }
+
+/* x[0..N) sorted descending in place (bitonic sorting network, N a power of two) */
+template <typename K, int N>
+__device__ __forceinline__ void mr_sort_desc(K* x) {
+#pragma unroll
+  for (int size = 2; size <= N; size *= 2)
+#pragma unroll
+    for (int stride = size / 2; stride > 0; stride /= 2)
+#pragma unroll
+      for (int i = 0; i < N; ++i) {
+        const int j = i ^ stride;
+        if (j > i) {
+          if ((i & size) == 0 || size == N)
+            mr_cx(x[i], x[j]);
+          else
+            mr_cx(x[j], x[i]);
+        }
+      }
+}
+
+/* a = the top L of a and b, both descending; a stays descending */
+template <typename K, int L>
+__device__ __forceinline__ void mr_merge_top(K* a, const K* b) {
+#pragma unroll
+  for (int i = 0; i < L; ++i) a[i] = mr_kmax(a[i], b[L - 1 - i]);
+#pragma unroll
+  for (int s = L / 2; s > 0; s /= 2)
+#pragma unroll
+    for (int i = 0; i < L; ++i)
+      if ((i & s) == 0) mr_cx(a[i], a[i + s]);
+}
+
+/* top[0..L): the row's L largest keys, descending, in every lane */
+template <typename K, int EPL, int L>
+__device__ __forceinline__ void mr_warp_top(const K* key, K* top) {
+  if (EPL <= L) {
+    K t[EPL];
+#pragma unroll
+    for (int r = 0; r < EPL; ++r) t[r] = key[r];
+    mr_sort_desc<K, EPL>(t);
+#pragma unroll
+    for (int i = 0; i < L; ++i) top[i] = i < EPL ? t[i < EPL ? i : 0] : (K)0;
+  } else {
+#pragma unroll
+    for (int i = 0; i < L; ++i) top[i] = key[i];
+    mr_sort_desc<K, L>(top);
+#pragma unroll
+    for (int c = 1; c < EPL / L; ++c) {
+      K t[L];
+#pragma unroll
+      for (int i = 0; i < L; ++i) t[i] = key[(c * L + i) % EPL];
+      mr_sort_desc<K, L>(t);
+      mr_merge_top<K, L>(top, t);
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    K b[L];
+#pragma unroll
+    for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
+    mr_merge_top<K, L>(top, b);
+  }
+}
+
+/* top[lane] for lane < L, else 0 */
+template <typename K, int L>
+__device__ __forceinline__ K mr_top_of_lane(const K* top, uint32_t lane) {
+  K m = 0;
+#pragma unroll
+  for (int i = 0; i < L; ++i) m = lane == (uint32_t)i ? top[i] : m;
+  return m;
+}
+
+/* Grouped selection, G <= 32 groups held by the lanes j = 0, step, 2*step ...
+ * (gk: the group's ord32 score in its lane, 0 in every other lane): is my
+ * group among the topk_groups best (ties to the lower group = lower lane)?
+ * Its rank is counted against every group at once (independent shuffles)
+ * instead of topk_groups rounds of a warp reduction (v4). */
+__device__ __forceinline__ bool mr_group_kept(uint32_t gk, uint32_t lane, int step, int topk_groups) {
+  uint32_t rank = 0;
+#pragma unroll 1
+  for (int j = 0; j < 32; j += step) {
+    const uint32_t o = __shfl_sync(MR_FULL_MASK, gk, j);
+    rank += (o > gk || (o == gk && (uint32_t)j < lane)) ? 1u : 0u;
+  }
+  return gk != 0u && rank < (uint32_t)topk_groups;
+}
+
 /* ---- weights ---------------------------------------------------------------------- */
 
 /* w (lanes < k: the unbiased score of pick `lane`, 0 for a -inf pick) -> final
@@ -328,6 +444,40 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   const int k = p.top_k;
   float max = 0.0f, sum = 0.0f;
   uint32_t my_key = 0u;
+  if (k <= 16) { /* v4: bitonic merges */
+    uint32_t m;
+    if (k <= 4) {
+      uint32_t top[4];
+      mr_warp_top<uint32_t, EPL, 4>(key, top);
+      m = top[0];
+      my_key = mr_top_of_lane<uint32_t, 4>(top, lane);
+    } else if (k <= 8) {
+      uint32_t top[8];
+      mr_warp_top<uint32_t, EPL, 8>(key, top);
+      m = top[0];
+      my_key = mr_top_of_lane<uint32_t, 8>(top, lane);
+    } else {
+      uint32_t top[16];
+      mr_warp_top<uint32_t, EPL, 16>(key, top);
+      m = top[0];
+      my_key = mr_top_of_lane<uint32_t, 16>(top, lane);
+    }
+    uint32_t o = m >> 16;
+    o = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu); /* unord16 */
+    max = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(o << 16) : mr_f16hi_to_float(o << 16));
+    if (p.renormalize) {
+      /* the denominator cancels in the renormalisation: w_j = exp(x_j - max),
+       * then / sum of the k (design.md 14) */
+      sum = 1.0f;
+    } else {
+      if (max != -INFINITY) {
+#pragma unroll
+        for (int r = 0; r < EPL; ++r) sum += mr_exp_sum_term(x[r] - max);
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
+    }
+  } else {
 #pragma unroll 1
   for (int j = 0; j < k; ++j) {
     const uint32_t m = __reduce_max_sync(MR_FULL_MASK, mr_tree_max<EPL>(key));
@@ -347,6 +497,7 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   }
 #pragma unroll 1
   for (int j = k < 1 ? 1 : k; j <= 5; ++j) sum += __shfl_xor_sync(MR_FULL_MASK, sum, 32 >> j);
+  }
 
   /* weights: lane j < k holds pick j (design.md 4: a -inf pick weighs 0) */
   float w = 0.0f;
@@ -472,18 +623,8 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     }
     const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
     /* groups in lane order: the lowest lane holding the max is the lowest group */
-    uint32_t gk = ((lane & (uint32_t)(LPG - 1)) == 0u && e0 < E) ? mr_ord32(gv) : 0u;
-    uint32_t kept = 0u;
-#pragma unroll 1
-    for (int j = 0; j < p.topk_groups; ++j) {
-      const uint32_t m = __reduce_max_sync(MR_FULL_MASK, gk);
-      const uint32_t wl = (uint32_t)__ffs(__ballot_sync(MR_FULL_MASK, gk == m)) - 1u;
-      if (lane == wl) {
-        gk = 0u;
-        kept = 1u;
-      }
-    }
-    const uint32_t kept_mask = __ballot_sync(MR_FULL_MASK, kept);
+    const uint32_t gk = ((lane & (uint32_t)(LPG - 1)) == 0u && e0 < E) ? mr_ord32(gv) : 0u;
+    const uint32_t kept_mask = __ballot_sync(MR_FULL_MASK, mr_group_kept(gk, lane, LPG, p.topk_groups));
     if (((kept_mask >> (lane & ~(uint32_t)(LPG - 1))) & 1u) == 0u) {
 #pragma unroll
       for (int r = 0; r < EPL; ++r) key[r] = MR_ORD_NEG_INF;
@@ -552,16 +693,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     if (small) {
       /* one candidate per lane, groups in lane order: the lowest lane holding
        * the max is the lowest group */
-      uint32_t gk = gkey[0];
-#pragma unroll 1
-      for (int j = 0; j < p.topk_groups; ++j) {
-        const uint32_t m = __reduce_max_sync(MR_FULL_MASK, gk);
-        const uint32_t wl = (uint32_t)__ffs(__ballot_sync(MR_FULL_MASK, gk == m)) - 1u;
-        if (lane == wl) {
-          gk = 0u;
-          kept_bits = 1u;
-        }
-      }
+      kept_bits = mr_group_kept(gkey[0], lane, LP, p.topk_groups) ? 1u : 0u;
     } else {
 #pragma unroll 1
       for (int j = 0; j < p.topk_groups; ++j) {
@@ -611,9 +743,31 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     }
   }
 
-  /* top-k: the max key, then the lowest lane holding it (= lowest index) */
+  /* top-k */
   uint32_t my_key = 0u;
   int32_t my_id = 0;
+  if (k <= 16) { /* v4: bitonic merges of (key << 32 | inverted index) */
+    uint64_t k64[EPL];
+#pragma unroll
+    for (int r = 0; r < EPL; ++r) k64[r] = ((uint64_t)key[r] << 32) | (uint32_t)(0xffffffffu - (uint32_t)(e0 + r));
+    uint64_t mk;
+    if (k <= 4) {
+      uint64_t top[4];
+      mr_warp_top<uint64_t, EPL, 4>(k64, top);
+      mk = mr_top_of_lane<uint64_t, 4>(top, lane);
+    } else if (k <= 8) {
+      uint64_t top[8];
+      mr_warp_top<uint64_t, EPL, 8>(k64, top);
+      mk = mr_top_of_lane<uint64_t, 8>(top, lane);
+    } else {
+      uint64_t top[16];
+      mr_warp_top<uint64_t, EPL, 16>(k64, top);
+      mk = mr_top_of_lane<uint64_t, 16>(top, lane);
+    }
+    my_key = (uint32_t)(mk >> 32);
+    my_id = (int32_t)(0xffffffffu - (uint32_t)mk);
+  } else {
+  /* the max key, then the lowest lane holding it (= lowest index) */
   int32_t pend_id = 0;
 #pragma unroll 1
   for (int j = 0; j < k; ++j) {
@@ -630,6 +784,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     my_key = (int)lane == j ? m : my_key;
   }
   if ((int)lane == k - 1) my_id = pend_id;
+  }
 
   /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
   float w = 0.0f;

@@ -785,7 +785,7 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   unsigned char* w = (unsigned char*)workspace;
   const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
   const size_t smem = mr_l_route_smem(cfg, a);
-  if (mr_cuda_tune.general_v1 || smem > MR_L_SMEM_MAX) {
+  if (mr_cuda_large_v1(o->moe_buf_bytes) || smem > MR_L_SMEM_MAX) {
     /* the run-1 chain: gate into the caller's top-k outputs or the workspace, then sort */
     int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
     float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));

@@ -20,12 +20,12 @@ extern "C" {
 size_t mr_cuda_large_sort_workspace(const mr_config* cfg);
 
 /* Sort through the large path (sort.cu's mr_cuda_launch_general_sort calls it
- * unless mr_cuda_tune.general_v1). workspace: mr_cuda_large_sort_workspace bytes. */
+ * unless mr_cuda_large_v1). workspace: mr_cuda_large_sort_workspace bytes. */
 cudaError_t mr_cuda_launch_large_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                       const float* topk_weights, void* workspace, cudaStream_t stream);
 
 /* Route for T*k above the one-launch bound (entry.cu). Takes the large path when
- * it fits (mr_cuda_tune.general_v1 == 0 and the first launch's shared memory
+ * it fits (!mr_cuda_large_v1 and the first launch's shared memory
  * fits 48 KB: every configuration except grouped selection with E > 768, or
  * E = 768 with more than 32 groups),
  * otherwise the run-1 chain: gate kernel, then mr_cuda_launch_general_sort.

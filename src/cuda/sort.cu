@@ -9,11 +9,11 @@
  *    sort.cuh, shared with the fused route). More CTAs, none routing, clear
  *    moe_buf.
  *
- * 2. General (any T*k): by default the large path of large.cu (three launches
- *    chained by programmatic dependent launch, moe_buf cleared underneath; see
- *    large.cu and dev/large-notes.md). mr_cuda_tune.general_v1 = 1 selects the
- *    run-1 general path below (the fallback), three launches, deterministic,
- *    no host sync:
+ * 2. General (any T*k): without a moe_buf the large path of large.cu (three
+ *    launches chained by programmatic dependent launch; see large.cu and
+ *    dev/large-notes.md); with one, the run-1 general path below, whose clear
+ *    measured faster (mr_cuda_large_v1 in common.cuh). Three launches,
+ *    deterministic, no host sync:
  *    A count:   CTA c histograms chunk c (CE consecutive entries) into
  *               counts[e][c] (shared atomics: counts are order-free).
  *    B scan:    one warp per expert scans counts[e][*] over the chunks in
@@ -303,7 +303,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
 extern "C" cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out* o,
                                                    const int32_t* topk_ids, const float* topk_weights,
                                                    void* workspace, cudaStream_t stream) {
-  if (!mr_cuda_tune.general_v1)
+  if (!mr_cuda_large_v1(o->moe_buf_bytes))
     return mr_cuda_launch_large_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
   int64_t ce, nc;
   mr_general_chunks(cfg, &ce, &nc);
