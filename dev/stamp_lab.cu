@@ -57,6 +57,7 @@ __device__ __forceinline__ void mr_lab_stamp(int slot) {
 #include "../src/cuda/fused.cu"
 #include "../src/cuda/gate.cu"
 #include "../src/cuda/sort.cu"
+#include "../src/cuda/tiny.cu"
 
 /* one warp gates row 0 three times (stamps: 0 entry, 1 row loaded, 2/3/4 after each pass) */
 template <int DT, int EPL, int KIND>

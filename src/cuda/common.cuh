@@ -254,6 +254,7 @@ typedef struct mr_cuda_tuning {
   int clear_engine;      /* last-launch clear: 0 = auto (bulk copy), 1 = bulk copy (TMA), 2 = 16-byte stores */
   int clear_ctas_per_sm; /* last-launch clear CTAs per SM: 0 = auto (1) */
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
+  int no_tiny;           /* 1: route never takes the T*k <= 32 one-warp-sort kernel (tiny.cu) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -300,6 +301,11 @@ cudaError_t mr_cuda_launch_small_sort(const mr_config* cfg, const mr_sort_out* o
 size_t mr_cuda_general_sort_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                         const float* topk_weights, void* workspace, cudaStream_t stream);
+
+/* tiny.cu: the one-launch route for T*k <= 32 (one routing CTA, a one-warp sort). */
+int mr_cuda_tiny_fits(const mr_config* cfg);
+cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                      int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
 
 /* fused.cu: the one-launch route for small T*k. */
 int mr_cuda_fused_fits(const mr_config* cfg);

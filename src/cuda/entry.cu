@@ -5,7 +5,9 @@
  *
  * Paths (thresholds: see dev/cuda-notes.md for the measurements):
  *
- *   route  T*k <= 1024 and E*ceil(T*k/32) <= 6144   one launch (fused.cu)
+ *   route  1 <= T, T*k <= 32, E <= 1024            one launch, one routing CTA and a
+ *                                                     one-warp sort (tiny.cu)
+ *          T*k <= 1024 and E*ceil(T*k/32) <= 6144   one launch (fused.cu)
  *          otherwise                                  the large path (large.cu,
  *                                                     dev/large-notes.md): gate+rank,
  *                                                     scan, place+clear: 3 launches
@@ -94,7 +96,7 @@ static int mr_cuda_has_kernel(moeroute_op op, const mr_config* cfg) {
 
 static int mr_route_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1; /* also the forced-general lab setting: nothing to gate */
-  return !mr_cuda_tune.force_general && mr_cuda_fused_fits(cfg);
+  return !mr_cuda_tune.force_general && (mr_cuda_tiny_fits(cfg) || mr_cuda_fused_fits(cfg));
 }
 static int mr_sort_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1;
@@ -194,7 +196,10 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   cudaError_t err;
   if (mr_route_one_launch(&cfg)) {
-    err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
+    if (mr_cuda_tiny_fits(&cfg))
+      err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
+    else
+      err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else {
     /* general: the large path (large.cu: gate+rank, scan, place) without a
      * moe_buf, else the run-1 chain, gate kernel + general sort (also whenever

@@ -1,0 +1,259 @@
+/*
+ * tiny.cu - route in ONE launch when T*k <= 32 (decode at T = 1..4 for k = 8):
+ * one routing CTA gates every row itself (a warp per row) and sorts the at
+ * most 32 entries inside ONE warp, with no expert-sized table, no block-wide
+ * scan and no cross-CTA exchange; the other CTAs of the launch clear moe_buf.
+ *
+ * Why (perf-log v4, stamp_lab run 4): the cluster kernel of fused.cu spent
+ * ~3100 cycles after gating at T = 1 (exchange ~900, mask table ~290, the
+ * block scan over E ~880, emission ~1050), all of it dependent latency, not
+ * cold caches (the same code run twice in a row costs the same). Here:
+ *
+ *   1. warps w < T gate rows w, w + 8, ...; lanes j < k put entry i = t*k + j
+ *      (expert, weight bits) into shared memory. Meanwhile the last warp (or
+ *      warp 0 after its rows) turns expert_mask into a bitmap of E bits and
+ *      the prefix counts of its words (local ids, design.md 7).
+ *   2. one CTA barrier; warp 0, lane i = entry i:
+ *        match = __match_any_sync(expert): cnt = popc(match), rank = popc of
+ *        the lanes below (ascending i = ascending token, then slot);
+ *        leader (rank 0, expert enabled): blocks = ceil(cnt / U);
+ *        start block = sum of blocks of the leaders with a smaller expert
+ *        (32 independent shuffles), total = sum of all;
+ *      entry i goes to start * U + rank; each leader publishes a record
+ *      (start, cnt, blocks, local id).
+ *   3. one CTA barrier; warp w writes the padding and block ids of records
+ *      w, w + 8, ... (coalesced); thread 0 the totals.
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "cuda/gate.cuh"
+#include "cuda/sort.cuh"
+
+#define MR_TINY_THREADS 256
+#define MR_TINY_WARPS (MR_TINY_THREADS / 32)
+#define MR_TINY_MAX_E 1024
+#define MR_TINY_SMEM_BYTES (48 * 1024)
+
+/* shared memory, words: entries [2 * 32] | bitmap [32] | prefix [32] | records [4 * 32] | grouped scratch */
+#define MR_TINY_ENT 0u
+#define MR_TINY_BM 64u
+#define MR_TINY_PRE 96u
+#define MR_TINY_REC 128u
+#define MR_TINY_SCRATCH 256u
+
+typedef struct mr_tiny_k {
+  uint32_t n;             /* T*k <= 32 */
+  uint32_t k;
+  uint32_t kmagic;        /* t = (i * kmagic) >> 20 */
+  uint32_t U;
+  uint32_t umagic;        /* ceil(2^32 / U), 0 when U == 1 */
+  uint32_t T;
+  uint32_t E;
+  uint32_t scratch_words; /* per gating warp, 0 without grouping */
+  int32_t gate_warps;
+} mr_tiny_k;
+
+template <int DT, int EPL, int KIND>
+__global__ void __launch_bounds__(MR_TINY_THREADS, 1)
+    mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
+                         const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
+  constexpr int W = MR_ESZ(DT);
+  if (blockIdx.x > 0) { /* clear-only CTAs */
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - 1) * blockDim.x);
+    return;
+  }
+  MR_STAMP(0);
+  extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
+  uint32_t* sm = mr_tiny_smem;
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const int E = g.num_experts, k = g.top_k;
+  const int64_t T = g.num_tokens;
+  const int gw = tk.gate_warps;
+  const bool has_mask = o.expert_mask != NULL;
+  /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
+  const uint32_t mask_warp = gw < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
+  const uint32_t mw = (tk.E + 31u) / 32u;
+
+  /* 1. gating; rows are loaded first */
+  uint32_t raw[EPL], braw[EPL];
+  const int64_t t0 = (int)warp < gw ? (int64_t)warp : T;
+  const bool has_row = t0 < T;
+  const unsigned char* row0 = g.logits + (has_row ? t0 : 0) * g.row_bytes;
+  const uint32_t ninf = mr_raw_neg_inf<DT>(g.f16 != 0);
+  mr_load_lane<W, EPL>(row0, lane, E, ninf, has_row, raw);
+  if (KIND != MR_KIND_PACKED)
+    mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, E, 0u, has_row && g.bias != NULL, braw);
+  if (warp == mask_warp && mask_warp != 0u && has_mask) {
+    /* bitmap and prefix counts while the rows load and gate */
+#pragma unroll 1
+    for (uint32_t w = 0; w < mw; ++w) {
+      const uint32_t e = w * 32u + lane;
+      const uint32_t b = __ballot_sync(MR_FULL_MASK, e < tk.E && __ldg(o.expert_mask + e) != 0);
+      if (lane == 0) sm[MR_TINY_BM + w] = b;
+    }
+    __syncwarp();
+    const uint32_t c = lane < mw ? __popc(sm[MR_TINY_BM + lane]) : 0u;
+    sm[MR_TINY_PRE + lane] = mr_warp_incl_scan(c, lane) - c;
+  }
+  if (has_row) {
+    float* gbuf = (float*)(sm + MR_TINY_SCRATCH + warp * tk.scratch_words);
+    unsigned char* gsel = (unsigned char*)(gbuf + E);
+    const int64_t step = gw;
+#pragma unroll 1
+    for (int64_t t = t0; t < T; t += step) {
+      const unsigned char* row = g.logits + t * g.row_bytes;
+      if (t != t0) mr_load_lane<W, EPL>(row, lane, E, ninf, true, raw);
+      int32_t id;
+      float w;
+      mr_gate_row<DT, EPL, KIND>(g, lane, raw, braw, row, true, gbuf, gsel, &id, &w);
+      if ((int)lane < k) {
+        const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
+        sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
+        sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+        if (topk_ids) topk_ids[i] = id;
+        if (topk_weights) topk_weights[i] = w;
+      }
+    }
+  }
+  MR_STAMP(2);
+  if (warp == mask_warp && mask_warp == 0u && has_mask) {
+#pragma unroll 1
+    for (uint32_t w = 0; w < mw; ++w) {
+      const uint32_t e = w * 32u + lane;
+      const uint32_t b = __ballot_sync(MR_FULL_MASK, e < tk.E && __ldg(o.expert_mask + e) != 0);
+      if (lane == 0) sm[MR_TINY_BM + w] = b;
+    }
+    __syncwarp();
+    const uint32_t c = lane < mw ? __popc(sm[MR_TINY_BM + lane]) : 0u;
+    sm[MR_TINY_PRE + lane] = mr_warp_incl_scan(c, lane) - c;
+  }
+  __syncthreads();
+  MR_STAMP(4);
+
+  /* 2. the sort, one warp */
+  __shared__ uint32_t s_nrec;
+  if (warp == 0) {
+    const uint32_t n = tk.n, U = tk.U;
+    const bool valid = lane < n;
+    const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * lane] : 0x40000000u + lane; /* unique for the invalid lanes */
+    const uint32_t wb = valid ? sm[MR_TINY_ENT + 2u * lane + 1u] : 0u;
+    const uint32_t match = __match_any_sync(MR_FULL_MASK, e);
+    const uint32_t cnt = __popc(match), rank = __popc(match & mr_lanemask_lt());
+    uint32_t en = valid ? 1u : 0u, local = e;
+    if (has_mask && valid) {
+      const uint32_t bw = sm[MR_TINY_BM + (e >> 5)];
+      en = (bw >> (e & 31u)) & 1u;
+      local = sm[MR_TINY_PRE + (e >> 5)] + __popc(bw & ((1u << (e & 31u)) - 1u));
+    }
+    const bool leader = en && rank == 0u;
+    const uint32_t x = cnt + U - 1u;
+    const uint32_t blocks = leader ? (tk.umagic ? __umulhi(x, tk.umagic) : x) : 0u;
+    /* start block: the blocks of the leaders with a smaller expert */
+    const uint32_t pk = valid ? (e << 8) | blocks : 0u; /* e < 1024, blocks <= 32 */
+    uint32_t start = 0u, total = 0u;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const uint32_t o2 = __shfl_sync(MR_FULL_MASK, pk, j);
+      const uint32_t bj = o2 & 0xffu;
+      start += (o2 >> 8) < e ? bj : 0u;
+      total += bj;
+    }
+    if (en) {
+      const uint32_t pos = start * U + rank;
+      const uint32_t t = (lane * tk.kmagic) >> 20, slot = lane - t * tk.k;
+      if (o.sorted_ids) {
+        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+        if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wb;
+      }
+      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)lane;
+    }
+    const uint32_t lb = __ballot_sync(MR_FULL_MASK, leader);
+    if (leader) {
+      const uint32_t r = __popc(lb & mr_lanemask_lt());
+      *(uint4*)(sm + MR_TINY_REC + 4u * r) = make_uint4(start, cnt, blocks, local);
+    }
+    if (lane == 0) {
+      s_nrec = __popc(lb);
+      mr_emit_totals(&o, total * U);
+    }
+  }
+  __syncthreads();
+
+  /* 3. padding and block ids, a warp per record */
+  const uint32_t nrec = s_nrec;
+#pragma unroll 1
+  for (uint32_t r = warp; r < nrec; r += MR_TINY_WARPS) {
+    const uint4 rec = *(const uint4*)(sm + MR_TINY_REC + 4u * r);
+    const uint32_t U = tk.U;
+    mr_emit_padding(&o, rec.x * U, rec.y, rec.z * U, rec.w, lane);
+  }
+  MR_STAMP(7);
+}
+
+/* Host: the launch plan, or 0 when the tiny path does not apply. */
+static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t* smem) {
+  if (mr_cuda_tune.no_tiny) return 0;
+  const int64_t n = cfg->num_tokens * cfg->top_k;
+  if (cfg->num_tokens < 1 || n > 32 || cfg->num_experts > MR_TINY_MAX_E) return 0;
+  memset(K, 0, sizeof *K);
+  K->n = (uint32_t)n;
+  K->k = (uint32_t)cfg->top_k;
+  K->kmagic = ((1u << 20) + K->k - 1u) / K->k;
+  K->U = (uint32_t)cfg->unit_size;
+  K->umagic = K->U <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + K->U - 1u) / K->U);
+  K->T = (uint32_t)cfg->num_tokens;
+  K->E = (uint32_t)cfg->num_experts;
+  K->gate_warps = cfg->num_tokens < MR_TINY_WARPS ? (int32_t)cfg->num_tokens : MR_TINY_WARPS;
+  if (grouped) {
+    uint32_t sw = K->E;
+    if (cfg->num_groups > 32) sw += ((uint32_t)cfg->num_groups + 3u) / 4u;
+    K->scratch_words = (sw + 3u) & ~3u;
+    const uint32_t fit = (MR_TINY_SMEM_BYTES / 4u - MR_TINY_SCRATCH) / K->scratch_words;
+    if (fit < 1u) return 0;
+    if ((uint32_t)K->gate_warps > fit) K->gate_warps = (int32_t)fit;
+  }
+  *smem = (size_t)(MR_TINY_SCRATCH + (uint32_t)K->gate_warps * K->scratch_words) * 4u;
+  return 1;
+}
+
+extern "C" int mr_cuda_tiny_fits(const mr_config* cfg) {
+  mr_tiny_k K;
+  size_t smem;
+  const int grouped = cfg->num_groups > 1 && cfg->topk_groups < cfg->num_groups;
+  return mr_tiny_plan(cfg, grouped, &K, &smem);
+}
+
+template <int DT, int EPL, int KIND>
+static cudaError_t mr_launch_tiny_t(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
+                                    int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)(1 + clear), MR_TINY_THREADS, smem, stream);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND>, *g, *o, *K, topk_ids, topk_weights));
+  return cudaSuccess;
+}
+
+extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                                 int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+  mr_tiny_k K;
+  size_t smem;
+  if (!mr_tiny_plan(cfg, a->grouped, &K, &smem)) return cudaErrorInvalidConfiguration;
+  mr_gate_p g;
+  mr_gate_p_init(a, cfg->dtype, &g);
+  const int epl = mr_cuda_epl_bucket(cfg->num_experts);
+  const int kind = mr_gate_kind(a, cfg->dtype);
+#define MR_TINY_LAUNCH(DT, EPL, KIND)                                                                  \
+  return mr_launch_tiny_t<MR_KIND_DT(DT, MR_KIND_FIX(DT, KIND)), EPL, MR_KIND_FIX(DT, KIND)>(&g, o, &K, smem, \
+                                                                                           topk_ids,      \
+                                                                                           topk_weights, stream)
+#define MR_TINY_CASE(DT, EPL)                                                   \
+  if (cfg->dtype == DT && epl == EPL) {                                         \
+    if (kind == MR_KIND_PACKED) MR_TINY_LAUNCH(DT, EPL, MR_KIND_PACKED);        \
+    if (kind == MR_KIND_GROUPED) MR_TINY_LAUNCH(DT, EPL, MR_KIND_GROUPED);      \
+    MR_TINY_LAUNCH(DT, EPL, MR_KIND_FULL);                                      \
+  }
+  MR_FOR_EACH_GATE_SPEC(MR_TINY_CASE)
+#undef MR_TINY_CASE
+#undef MR_TINY_LAUNCH
+  return cudaErrorInvalidConfiguration;
+}
