@@ -744,11 +744,13 @@ static int run_timing(const Shape* sh, int T, Row* row, int variants) {
   if (variants && (int64_t)T * sh->k <= 1024) {
     double* cv[4] = {&row->c1, &row->c2, &row->c4, &row->c8};
     const int cs[4] = {1, 2, 4, 8};
+    mr_cuda_tune.no_tiny = 1; /* C=...: the cluster kernel (fused.cu) also where tiny.cu applies */
     for (int i = 0; i < 4; ++i) {
       mr_cuda_tune.fused_cluster = cs[i];
       *cv[i] = time_variant(&p, &b, V_FUSED, s);
     }
     mr_cuda_tune.fused_cluster = 0;
+    mr_cuda_tune.no_tiny = 0;
     const int rs[4] = {1, 2, 4, 8};
     for (int i = 0; i < 4; ++i) {
       mr_cuda_tune.small_sort_ctas = rs[i];
@@ -860,7 +862,7 @@ int main(int argc, char** argv) {
         printf("%-20s %6d %7.2f %7.2f %7.2f %7.2f\n", rows[i].name, rows[i].T, rows[i].r[0], rows[i].r[1],
                rows[i].r[2], rows[i].r[3]);
     printf("\nkernel metric, us per call (50 calls in one graph / 50, median of 15), H200, U=32, CK layout\n");
-    printf("(nw: the dry-run warps switched off, mr_cuda_perf.no_warm)\n");
+    printf("(fused: the default path, tiny.cu where T*k <= 32; C=n: the cluster kernel of fused.cu; nw: its dry-run warps off)\n");
     printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %8s %8s %6s %5s\n", "shape", "T", "fused", "chain", "x",
            "gate", "sort", "C=1", "C=2", "C=4", "C=8", "fused_nw", "chain_nw", "floor", "wrong");
     for (int i = 0; i < nr; ++i) {
