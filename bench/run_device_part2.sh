@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device call 2 of the results run (after part 1 on the same warm machine, build-dev kept):
 # per-phase stamps inside one launch, the scaling sweep and plot, the GPU test at
-# T up to 262144, the Python GPU tests, the MoE-layer example and the Python overhead.
+# T up to 262144, the Python GPU tests, the MoE-layer example and the Python overhead,
+# the lab checks of the large path and the decode paths side by side (dev/).
 # Results land in $OUT/part2.tgz.
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
@@ -22,4 +23,12 @@ export MOEROUTE_LIBRARY=$PWD/$B/libmoeroute.so PYTHONPATH=$PWD/python PYTHONUNBU
 timeout 120 python3 -m pytest -q python/tests > $O/pytest.log 2>&1; echo "pytest rc=$?" | tee -a $O/pytest.log; tail -3 $O/pytest.log
 timeout 60 python3 examples/moe_layer.py --backend torch --device cuda > $O/example.log 2>&1; echo "example rc=$?" | tee -a $O/example.log; tail -4 $O/example.log
 timeout 60 python3 python/bench_overhead.py --device cuda --out-dir $O > $O/overhead.log 2>&1; echo "overhead rc=$?" | tee -a $O/overhead.log; tail -12 $O/overhead.log
+echo "== lab: large path check (every knob variant), decode path timing"
+NV="nvcc -O2 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common"
+$NV dev/large_lab.cu $B/libmoeroute.a -o $B/large_lab > $O/lab_build.log 2>&1
+$NV dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/lab_build.log 2>&1
+timeout ${LABCHECK_S:-90} $B/large_lab --no-time > $O/large_check.log 2>&1; echo "large_lab rc=$?" | tee -a $O/large_check.log
+grep -vE "^ok" $O/large_check.log | tail -4
+timeout ${LABTIME_S:-60} $B/cuda_check --no-check --quick-time > $O/decode_paths.log 2>&1; echo "cuda_check rc=$?" | tee -a $O/decode_paths.log
+sed -n '/kernel metric/,$p' $O/decode_paths.log | head -30
 tar czf $R/part2.tgz -C $O .
