@@ -29,6 +29,6 @@ $NV dev/large_lab.cu $B/libmoeroute.a -o $B/large_lab > $O/lab_build.log 2>&1
 $NV dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/lab_build.log 2>&1
 timeout ${LABCHECK_S:-90} $B/large_lab --no-time > $O/large_check.log 2>&1; echo "large_lab rc=$?" | tee -a $O/large_check.log
 grep -vE "^ok" $O/large_check.log | tail -4
-timeout ${LABTIME_S:-60} $B/cuda_check --no-check --quick-time > $O/decode_paths.log 2>&1; echo "cuda_check rc=$?" | tee -a $O/decode_paths.log
-sed -n '/kernel metric/,$p' $O/decode_paths.log | head -30
+timeout ${LABTIME_S:-100} $B/cuda_check --configs 300 --quick-time > $O/decode_paths.log 2>&1; echo "cuda_check rc=$?" | tee -a $O/decode_paths.log
+grep -E "^check:|FAIL" $O/decode_paths.log | head -6; sed -n "/kernel metric/,\$p" $O/decode_paths.log | head -30
 tar czf $R/part2.tgz -C $O .

@@ -228,6 +228,9 @@ static void gen_case(Case* c) {
   c->tune.fused_cluster = pick(Cs, 7);
   c->tune.small_sort_ctas = pick(Rs, 6);
   c->tune.force_general = urand() < 0.2;
+  static const int Ns[] = {0, 0, 64, 128};
+  c->tune.tiny_max_n = pick(Ns, 4); /* tiny.cu up to T*k = 128 (its multi-warp sort) */
+  c->tune.no_tiny = urand() < 0.2;
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -674,7 +677,7 @@ static double time_variant(const moeroute_params* p, const moeroute_buffers* b, 
 typedef struct Row {
   char name[24];
   int T;
-  double fused, chain, gate, sort, c1, c2, c4, c8, floor, r[4], fused_nw, chain_nw;
+  double fused, chain, gate, sort, c1, c2, c4, c8, floor, r[4], fused_nw, chain_nw, tiny128;
   int wrong;
 } Row;
 
@@ -751,6 +754,9 @@ static int run_timing(const Shape* sh, int T, Row* row, int variants) {
     }
     mr_cuda_tune.fused_cluster = 0;
     mr_cuda_tune.no_tiny = 0;
+    mr_cuda_tune.tiny_max_n = 128; /* tiny.cu's multi-warp sort where 32 < T*k <= 128 */
+    row->tiny128 = time_variant(&p, &b, V_FUSED, s);
+    mr_cuda_tune.tiny_max_n = 0;
     const int rs[4] = {1, 2, 4, 8};
     for (int i = 0; i < 4; ++i) {
       mr_cuda_tune.small_sort_ctas = rs[i];
@@ -862,14 +868,15 @@ int main(int argc, char** argv) {
         printf("%-20s %6d %7.2f %7.2f %7.2f %7.2f\n", rows[i].name, rows[i].T, rows[i].r[0], rows[i].r[1],
                rows[i].r[2], rows[i].r[3]);
     printf("\nkernel metric, us per call (50 calls in one graph / 50, median of 15), H200, U=32, CK layout\n");
-    printf("(fused: the default path, tiny.cu where T*k <= 32; C=n: the cluster kernel of fused.cu; nw: its dry-run warps off)\n");
-    printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %8s %8s %6s %5s\n", "shape", "T", "fused", "chain", "x",
-           "gate", "sort", "C=1", "C=2", "C=4", "C=8", "fused_nw", "chain_nw", "floor", "wrong");
+    printf("(fused: the default path, tiny.cu where T*k <= 32; C=n: the cluster kernel of fused.cu; nw: its dry-run "
+           "warps off; tiny128: tiny.cu up to T*k = 128)\n");
+    printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %8s %8s %8s %6s %5s\n", "shape", "T", "fused", "chain", "x",
+           "gate", "sort", "C=1", "C=2", "C=4", "C=8", "fused_nw", "chain_nw", "tiny128", "floor", "wrong");
     for (int i = 0; i < nr; ++i) {
       const Row* r = &rows[i];
-      printf("%-20s %6d %8.2f %8.2f %6.2f %8.2f %8.2f %7.2f %7.2f %7.2f %7.2f %8.2f %8.2f %6.2f %5d\n", r->name, r->T,
-             r->fused, r->chain, r->chain / r->fused, r->gate, r->sort, r->c1, r->c2, r->c4, r->c8, r->fused_nw,
-             r->chain_nw, r->floor, r->wrong);
+      printf("%-20s %6d %8.2f %8.2f %6.2f %8.2f %8.2f %7.2f %7.2f %7.2f %7.2f %8.2f %8.2f %8.2f %6.2f %5d\n", r->name,
+             r->T, r->fused, r->chain, r->chain / r->fused, r->gate, r->sort, r->c1, r->c2, r->c4, r->c8, r->fused_nw,
+             r->chain_nw, r->tiny128, r->floor, r->wrong);
     }
     if (wrong) g_fail++;
   }

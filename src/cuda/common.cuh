@@ -254,7 +254,8 @@ typedef struct mr_cuda_tuning {
   int clear_engine;      /* last-launch clear: 0 = auto (bulk copy), 1 = bulk copy (TMA), 2 = 16-byte stores */
   int clear_ctas_per_sm; /* last-launch clear CTAs per SM: 0 = auto (1) */
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
-  int no_tiny;           /* 1: route never takes the T*k <= 32 one-warp-sort kernel (tiny.cu) */
+  int no_tiny;           /* 1: route never takes the one-CTA kernel of tiny.cu */
+  int tiny_max_n;        /* T*k bound of tiny.cu: 0 = its default, at most 128 */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

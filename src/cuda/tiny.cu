@@ -33,13 +33,21 @@
 #define MR_TINY_WARPS (MR_TINY_THREADS / 32)
 #define MR_TINY_MAX_E 1024
 #define MR_TINY_SMEM_BYTES (48 * 1024)
+/* default T*k bound (mr_cuda_tune.tiny_max_n overrides, lab) */
+#define MR_TINY_DEFAULT_N 32
 
-/* shared memory, words: entries [2 * 32] | bitmap [32] | prefix [32] | records [4 * 32] | grouped scratch */
+/* T*k bound of this kernel; above 32 entries the sort takes the multi-warp form */
+#define MR_TINY_MAX_N 128u
+/* shared memory, words: entries [2 * 128] | mask bitmap [32] | its prefix counts [32] |
+ * per-warp leader counts [16] | packed (expert, blocks) [128] | records [4 * 128] |
+ * entry bit table [E * ceil(n/32)] (n > 32 only) | grouped scratch (tk.scratch_off) */
 #define MR_TINY_ENT 0u
-#define MR_TINY_BM 64u
-#define MR_TINY_PRE 96u
-#define MR_TINY_REC 128u
-#define MR_TINY_SCRATCH 256u
+#define MR_TINY_BM 256u
+#define MR_TINY_PRE 288u
+#define MR_TINY_WL 320u
+#define MR_TINY_PK 336u
+#define MR_TINY_REC 464u
+#define MR_TINY_TBL 976u
 
 typedef struct mr_tiny_k {
   uint32_t n;             /* T*k <= 32 */
@@ -49,9 +57,88 @@ typedef struct mr_tiny_k {
   uint32_t umagic;        /* ceil(2^32 / U), 0 when U == 1 */
   uint32_t T;
   uint32_t E;
+  uint32_t nw;            /* ceil(n / 32) */
+  uint32_t scratch_off;   /* word offset of the grouped scratch */
   uint32_t scratch_words; /* per gating warp, 0 without grouping */
   int32_t gate_warps;
 } mr_tiny_k;
+
+/*
+ * The sort for 32 < n <= 128, thread i = entry i (warps 0 .. nw-1), three CTA
+ * barriers: (a) each entry clears its expert's row of the bit table (only the
+ * rows of experts that occur: no expert-sized clear); (b) sets its bit
+ * (atomicOr: order-free, so deterministic); (c) count and rank from the row's
+ * popcounts, leaders publish (expert, blocks) and count themselves per warp;
+ * (d) start block = sum over the published blocks of smaller experts, the
+ * entry is placed, each leader writes its record. Returns after the barrier
+ * that publishes the records (*nrec).
+ */
+__device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t* sm,
+                                                   bool has_mask, uint32_t* nrec) {
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t n = tk.n, nw = tk.nw, U = tk.U;
+  const bool valid = tid < n;
+  uint32_t* tbl = sm + MR_TINY_TBL;
+  const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * tid] : 0u;
+  uint32_t* row = tbl + e * nw;
+  if (valid)
+    for (uint32_t w = 0; w < nw; ++w) row[w] = 0u;
+  __syncthreads();
+  if (valid) atomicOr(row + (tid >> 5), 1u << lane);
+  __syncthreads();
+  uint32_t cnt = 0u, rank = 0u, blocks = 0u, local = e, en = valid ? 1u : 0u;
+  if (valid) {
+    for (uint32_t w = 0; w < nw; ++w) {
+      const uint32_t b = row[w];
+      cnt += __popc(b);
+      rank += w < warp ? __popc(b) : (w == warp ? __popc(b & mr_lanemask_lt()) : 0u);
+    }
+    if (has_mask) {
+      const uint32_t bw = sm[MR_TINY_BM + (e >> 5)];
+      en = (bw >> (e & 31u)) & 1u;
+      local = sm[MR_TINY_PRE + (e >> 5)] + __popc(bw & ((1u << (e & 31u)) - 1u));
+    }
+    const uint32_t x = cnt + U - 1u;
+    if (en && rank == 0u) blocks = tk.umagic ? __umulhi(x, tk.umagic) : x;
+  }
+  const uint32_t lb = warp < nw ? __ballot_sync(MR_FULL_MASK, blocks > 0u) : 0u;
+  if (valid) sm[MR_TINY_PK + tid] = (e << 8) | blocks; /* e < 1024, blocks <= 128 / U + 1 */
+  if (warp < nw && lane == 0) sm[MR_TINY_WL + warp] = __popc(lb);
+  __syncthreads();
+  if (valid) {
+    uint32_t start = 0u, total = 0u;
+    const uint4* pk4 = (const uint4*)(sm + MR_TINY_PK);
+#pragma unroll 1
+    for (uint32_t j = 0; j < (n + 3u) / 4u; ++j) {
+      const uint4 q = pk4[j];
+      const uint32_t v[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const uint32_t bj = 4u * j + (uint32_t)c < n ? v[c] & 0xffu : 0u;
+        start += (v[c] >> 8) < e ? bj : 0u;
+        total += bj;
+      }
+    }
+    if (en) {
+      const uint32_t pos = start * U + rank;
+      const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
+      if (o.sorted_ids) {
+        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+        if (o.sorted_weights) o.sorted_weights[pos] = __uint_as_float(sm[MR_TINY_ENT + 2u * tid + 1u]);
+      }
+      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
+    }
+    uint32_t r = __popc(lb & mr_lanemask_lt());
+    for (uint32_t w = 0; w < warp; ++w) r += sm[MR_TINY_WL + w];
+    if (blocks > 0u) *(uint4*)(sm + MR_TINY_REC + 4u * r) = make_uint4(start, cnt, blocks, local);
+    if (tid == 0) {
+      uint32_t nr = 0u;
+      for (uint32_t w = 0; w < nw; ++w) nr += sm[MR_TINY_WL + w];
+      *nrec = nr;
+      mr_emit_totals(&o, total * U);
+    }
+  }
+}
 
 template <int DT, int EPL, int KIND>
 __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
@@ -97,7 +184,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     sm[MR_TINY_PRE + lane] = mr_warp_incl_scan(c, lane) - c;
   }
   if (has_row) {
-    float* gbuf = (float*)(sm + MR_TINY_SCRATCH + warp * tk.scratch_words);
+    float* gbuf = (float*)(sm + tk.scratch_off + warp * tk.scratch_words);
     unsigned char* gsel = (unsigned char*)(gbuf + E);
     const int64_t step = gw;
 #pragma unroll 1
@@ -131,9 +218,11 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   __syncthreads();
   MR_STAMP(4);
 
-  /* 2. the sort, one warp */
+  /* 2. the sort: one warp (n <= 32), or one thread per entry (n <= 128) */
   __shared__ uint32_t s_nrec;
-  if (warp == 0) {
+  if (tk.n > 32u) {
+    mr_tiny_sort_multi(o, tk, sm, has_mask, &s_nrec);
+  } else if (warp == 0) {
     const uint32_t n = tk.n, U = tk.U;
     const bool valid = lane < n;
     const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * lane] : 0x40000000u + lane; /* unique for the invalid lanes */
@@ -195,7 +284,8 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
 static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t* smem) {
   if (mr_cuda_tune.no_tiny) return 0;
   const int64_t n = cfg->num_tokens * cfg->top_k;
-  if (cfg->num_tokens < 1 || n > 32 || cfg->num_experts > MR_TINY_MAX_E) return 0;
+  const int64_t max_n = mr_cuda_tune.tiny_max_n > 0 ? mr_cuda_tune.tiny_max_n : MR_TINY_DEFAULT_N;
+  if (cfg->num_tokens < 1 || n > max_n || n > (int64_t)MR_TINY_MAX_N || cfg->num_experts > MR_TINY_MAX_E) return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
   K->k = (uint32_t)cfg->top_k;
@@ -204,16 +294,19 @@ static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t*
   K->umagic = K->U <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + K->U - 1u) / K->U);
   K->T = (uint32_t)cfg->num_tokens;
   K->E = (uint32_t)cfg->num_experts;
+  K->nw = (K->n + 31u) / 32u;
+  K->scratch_off = (MR_TINY_TBL + (K->n > 32u ? K->E * K->nw : 0u) + 3u) & ~3u;
   K->gate_warps = cfg->num_tokens < MR_TINY_WARPS ? (int32_t)cfg->num_tokens : MR_TINY_WARPS;
+  if (K->scratch_off > MR_TINY_SMEM_BYTES / 4u) return 0;
   if (grouped) {
     uint32_t sw = K->E;
     if (cfg->num_groups > 32) sw += ((uint32_t)cfg->num_groups + 3u) / 4u;
     K->scratch_words = (sw + 3u) & ~3u;
-    const uint32_t fit = (MR_TINY_SMEM_BYTES / 4u - MR_TINY_SCRATCH) / K->scratch_words;
+    const uint32_t fit = (MR_TINY_SMEM_BYTES / 4u - K->scratch_off) / K->scratch_words;
     if (fit < 1u) return 0;
     if ((uint32_t)K->gate_warps > fit) K->gate_warps = (int32_t)fit;
   }
-  *smem = (size_t)(MR_TINY_SCRATCH + (uint32_t)K->gate_warps * K->scratch_words) * 4u;
+  *smem = (size_t)(K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words) * 4u;
   return 1;
 }
 
