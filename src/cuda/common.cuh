@@ -294,6 +294,10 @@ void mr_cuda_sort_out_init(const mr_config* cfg, const moeroute_buffers* b, mr_s
 /* gate.cu: topk of every row, one warp per row. */
 cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids, float* topk_weights,
                                 cudaStream_t stream);
+/* The same, its first CTAs clearing clear_bytes at clear_buf meanwhile (the run-1 route chain at large T). */
+cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
+                                      float* topk_weights, unsigned char* clear_buf, size_t clear_bytes,
+                                      cudaStream_t stream);
 
 /* sort.cu: the one-launch sort for small T*k, and the general multi-kernel sort. */
 int mr_cuda_small_sort_fits(const mr_config* cfg);

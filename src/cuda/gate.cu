@@ -26,8 +26,16 @@ static uint32_t mr_gate_scratch_words(const mr_gate_args* a) {
 
 template <int DT, int EPL, int KIND>
 __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids,
-                                                      float* topk_weights, uint32_t scratch_words, int dry_warp) {
+                                                      float* topk_weights, uint32_t scratch_words, int dry_warp,
+                                                      unsigned char* clear_buf, size_t clear_bytes,
+                                                      uint32_t clear_ctas) {
   constexpr int W = MR_ESZ(DT);
+  if (blockIdx.x < clear_ctas) { /* the first CTAs clear a share of moe_buf under the gating (large T) */
+    mr_clear_bytes(clear_buf, clear_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                   (size_t)clear_ctas * blockDim.x);
+    return;
+  }
+  const uint32_t bid = blockIdx.x - clear_ctas, nblk = gridDim.x - clear_ctas;
   MR_STAMP(0);
   extern __shared__ __align__(16) uint32_t mr_gate_smem[];
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
@@ -41,9 +49,9 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
   uint32_t braw[EPL];
   if (KIND != MR_KIND_PACKED)
     mr_load_lane<4, EPL>((const unsigned char*)p.bias, lane, E, 0u, !dry && p.bias != NULL, braw);
-  const int64_t step = (int64_t)gridDim.x * live_warps;
+  const int64_t step = (int64_t)nblk * live_warps;
 #pragma unroll 1
-  for (int64_t t = dry ? -1 : (int64_t)blockIdx.x * live_warps + warp; t < T; t = t < 0 ? T : t + step) {
+  for (int64_t t = dry ? -1 : (int64_t)bid * live_warps + warp; t < T; t = t < 0 ? T : t + step) {
     const bool live = t >= 0;
     const unsigned char* row = p.logits + (live ? t : 0) * p.row_bytes;
     uint32_t raw[EPL];
@@ -91,7 +99,7 @@ extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits,
 
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,
-                                    cudaStream_t stream) {
+                                    unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
   /* Decode sizes: one row per CTA spreads the rows over SMs (a lone warp per
    * scheduler runs its dependent reductions fastest), plus the dry-run warp.
    * Large T: 4 warps per CTA, grid-stride beyond a few waves. */
@@ -102,14 +110,22 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   int64_t grid = (T + live - 1) / live;
   const int64_t cap = (int64_t)mr_cuda_sm_count() * 64;
   if (grid > cap) grid = cap;
-  cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid, warps * 32u, (size_t)sw * warps * 4u, stream);
+  /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
+  const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, (size_t)sw * warps * 4u, stream);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND>, *p, topk_ids, topk_weights, sw,
-                            warm ? (int)live : -1));
+                            warm ? (int)live : -1, clear_buf, clear_bytes, clear));
   return cudaSuccess;
 }
 
 extern "C" cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                            float* topk_weights, cudaStream_t stream) {
+  return mr_cuda_launch_gate_clear(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
+}
+
+extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
+                                                 float* topk_weights, unsigned char* clear_buf, size_t clear_bytes,
+                                                 cudaStream_t stream) {
   if (cfg->num_tokens == 0) return cudaSuccess;
   mr_gate_p p;
   mr_gate_p_init(a, cfg->dtype, &p);
@@ -119,7 +135,9 @@ extern "C" cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_a
   /* the specialisation list of common.cuh, times the kinds (gate.cuh) */
 #define MR_GATE_LAUNCH(DT, EPL, KIND) \
   return mr_launch_gate_t<MR_KIND_DT(DT, MR_KIND_FIX(DT, KIND)), EPL, MR_KIND_FIX(DT, KIND)>(&p, sw, topk_ids, \
-                                                                                               topk_weights, stream)
+                                                                                               topk_weights,       \
+                                                                                               clear_buf,          \
+                                                                                               clear_bytes, stream)
 #define MR_GATE_CASE(DT, EPL)                                              \
   if (cfg->dtype == DT && epl == EPL) {                                    \
     if (kind == MR_KIND_PACKED) MR_GATE_LAUNCH(DT, EPL, MR_KIND_PACKED);   \

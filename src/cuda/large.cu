@@ -789,8 +789,15 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
     /* the run-1 chain: gate into the caller's top-k outputs or the workspace, then sort */
     int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
     float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
-    cudaError_t err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
-    if (err == cudaSuccess) err = mr_cuda_launch_general_sort(cfg, o, ids, wts, w, stream);
+    /* moe_buf: the gate launch's first CTAs clear 5/8 of it under the gating,
+     * the sort's last launch the rest beside the placing (perf-log v4) */
+    mr_sort_out o2 = *o;
+    size_t first = o->moe_buf_bytes / 8u * 5u;
+    first &= ~(size_t)15u;
+    o2.moe_buf = o->moe_buf ? o->moe_buf + first : NULL;
+    o2.moe_buf_bytes = o->moe_buf_bytes - first;
+    cudaError_t err = mr_cuda_launch_gate_clear(cfg, a, ids, wts, o->moe_buf, first, stream);
+    if (err == cudaSuccess) err = mr_cuda_launch_general_sort(cfg, &o2, ids, wts, w, stream);
     return err;
   }
   /* one CTA per SM while a large clear overlaps (room for L2's and L3's CTAs
