@@ -32,7 +32,7 @@
 #define MR_TINY_THREADS 256
 #define MR_TINY_WARPS (MR_TINY_THREADS / 32)
 #define MR_TINY_MAX_E 1024
-#define MR_TINY_SMEM_BYTES (48 * 1024)
+#define MR_TINY_SMEM_BYTES (48 * 1024 - 64) /* dynamic; 48 KB less room for the static s_nrec */
 /* default T*k bound (mr_cuda_tune.tiny_max_n overrides, lab) */
 #define MR_TINY_DEFAULT_N 32
 
@@ -50,7 +50,7 @@
 #define MR_TINY_TBL 976u
 
 typedef struct mr_tiny_k {
-  uint32_t n;             /* T*k <= 32 */
+  uint32_t n;             /* T*k <= MR_TINY_MAX_N */
   uint32_t k;
   uint32_t kmagic;        /* t = (i * kmagic) >> 20 */
   uint32_t U;
