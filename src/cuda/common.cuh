@@ -309,6 +309,7 @@ cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out*
 
 /* tiny.cu: the one-launch route for T*k <= 32 (one routing CTA, a one-warp sort). */
 int mr_cuda_tiny_fits(const mr_config* cfg);
+int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
 

@@ -5,8 +5,8 @@
  *
  * Paths (thresholds: see dev/cuda-notes.md for the measurements):
  *
- *   route  1 <= T, T*k <= 32, E <= 1024            one launch, one routing CTA and a
- *                                                     one-warp sort (tiny.cu)
+ *   route  1 <= T, T*k <= 32, T*E <= 512,        one launch, one routing CTA and a
+ *          16-bit softmax without bias or groups     one-warp sort (tiny.cu)
  *          T*k <= 1024 and E*ceil(T*k/32) <= 6144   one launch (fused.cu)
  *          otherwise                                  the large path (large.cu,
  *                                                     dev/large-notes.md): gate+rank,
@@ -196,7 +196,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   cudaError_t err;
   if (mr_route_one_launch(&cfg)) {
-    if (mr_cuda_tiny_fits(&cfg))
+    if (mr_cuda_tiny_takes(&cfg, &ga))
       err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
     else
       err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);

@@ -513,6 +513,14 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
 
 /* ---- FULL and GROUPED ----------------------------------------------------------------- */
 
+/* The 64-bit merge selection for the fp32-key kinds: measured no faster than the
+ * pick loop (run 5: chain for grouped DeepSeek-R1 6.66 us against 6.55, Kimi-K2
+ * 9.03 against 8.81; the 64-bit compares and paired shuffles cost ~3x the
+ * packed merge), so the loop stays; 1 selects the merge (lab). */
+#ifndef MR_FULL_MERGE
+#define MR_FULL_MERGE 0
+#endif
+
 /*
  * braw: this lane's bias (fp32 bits, 0 past E; all 0 without bias). gbuf (E
  * floats, 16-byte aligned) and gsel (G bytes) are this warp's shared-memory
@@ -746,7 +754,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
   /* top-k */
   uint32_t my_key = 0u;
   int32_t my_id = 0;
-  if (k <= 16) { /* v4: bitonic merges of (key << 32 | inverted index) */
+  if (MR_FULL_MERGE && k <= 16) { /* bitonic merges of (key << 32 | inverted index): off, see MR_FULL_MERGE */
     uint64_t k64[EPL];
 #pragma unroll
     for (int r = 0; r < EPL; ++r) k64[r] = ((uint64_t)key[r] << 32) | (uint32_t)(0xffffffffu - (uint32_t)(e0 + r));

@@ -33,8 +33,9 @@
 #define MR_TINY_WARPS (MR_TINY_THREADS / 32)
 #define MR_TINY_MAX_E 1024
 #define MR_TINY_SMEM_BYTES (48 * 1024 - 64) /* dynamic; 48 KB less room for the static s_nrec */
-/* default T*k bound (mr_cuda_tune.tiny_max_n overrides, lab) */
+/* default bounds (mr_cuda_tune.tiny_max_n overrides both, lab): T*k, and T*E */
 #define MR_TINY_DEFAULT_N 32
+#define MR_TINY_DEFAULT_TE 512
 
 /* T*k bound of this kernel; above 32 entries the sort takes the multi-warp form */
 #define MR_TINY_MAX_N 128u
@@ -286,6 +287,9 @@ static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t*
   const int64_t n = cfg->num_tokens * cfg->top_k;
   const int64_t max_n = mr_cuda_tune.tiny_max_n > 0 ? mr_cuda_tune.tiny_max_n : MR_TINY_DEFAULT_N;
   if (cfg->num_tokens < 1 || n > max_n || n > (int64_t)MR_TINY_MAX_N || cfg->num_experts > MR_TINY_MAX_E) return 0;
+  /* one SM gates every row: measured to pay (run 5) only while T*E is small;
+   * beyond, the cluster kernel's spread of the gating wins */
+  if (mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens * cfg->num_experts > MR_TINY_DEFAULT_TE) return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
   K->k = (uint32_t)cfg->top_k;
@@ -308,6 +312,14 @@ static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t*
   }
   *smem = (size_t)(K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words) * 4u;
   return 1;
+}
+
+/* Route takes tiny.cu: it fits, and the row kind is PACKED (16-bit softmax, no
+ * bias, no grouping). Run 5: for the fp32-key kinds the one-SM kernel was
+ * slower than the cluster kernel already at T = 1 (grouped DeepSeek-R1 7.0 us
+ * against 6.4 in v3). */
+extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
+  return mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && mr_cuda_tiny_fits(cfg);
 }
 
 extern "C" int mr_cuda_tiny_fits(const mr_config* cfg) {
