@@ -64,6 +64,21 @@ typedef struct mr_tiny_k {
   int32_t gate_warps;
 } mr_tiny_k;
 
+/* One warp: expert_mask as a bitmap of E bits (non-zero = enabled) and the
+ * exclusive prefix counts of its words, for the local ids (design.md 7). */
+__device__ __forceinline__ void mr_tiny_mask_bitmap(const int32_t* mask, uint32_t E, uint32_t* sm, uint32_t lane) {
+  const uint32_t mw = (E + 31u) / 32u;
+#pragma unroll 1
+  for (uint32_t w = 0; w < mw; ++w) {
+    const uint32_t e = w * 32u + lane;
+    const uint32_t b = __ballot_sync(MR_FULL_MASK, e < E && __ldg(mask + e) != 0);
+    if (lane == 0) sm[MR_TINY_BM + w] = b;
+  }
+  __syncwarp();
+  const uint32_t c = lane < mw ? __popc(sm[MR_TINY_BM + lane]) : 0u;
+  sm[MR_TINY_PRE + lane] = mr_warp_incl_scan(c, lane) - c;
+}
+
 /*
  * The sort for 32 < n <= 128, thread i = entry i (warps 0 .. nw-1), three CTA
  * barriers: (a) each entry clears its expert's row of the bit table (only the
@@ -161,7 +176,6 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   const bool has_mask = o.expert_mask != NULL;
   /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
   const uint32_t mask_warp = gw < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
-  const uint32_t mw = (tk.E + 31u) / 32u;
 
   /* 1. gating; rows are loaded first */
   uint32_t raw[EPL], braw[EPL];
@@ -172,18 +186,8 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   mr_load_lane<W, EPL>(row0, lane, E, ninf, has_row, raw);
   if (KIND != MR_KIND_PACKED)
     mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, E, 0u, has_row && g.bias != NULL, braw);
-  if (warp == mask_warp && mask_warp != 0u && has_mask) {
-    /* bitmap and prefix counts while the rows load and gate */
-#pragma unroll 1
-    for (uint32_t w = 0; w < mw; ++w) {
-      const uint32_t e = w * 32u + lane;
-      const uint32_t b = __ballot_sync(MR_FULL_MASK, e < tk.E && __ldg(o.expert_mask + e) != 0);
-      if (lane == 0) sm[MR_TINY_BM + w] = b;
-    }
-    __syncwarp();
-    const uint32_t c = lane < mw ? __popc(sm[MR_TINY_BM + lane]) : 0u;
-    sm[MR_TINY_PRE + lane] = mr_warp_incl_scan(c, lane) - c;
-  }
+  if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
+    mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
   if (has_row) {
     float* gbuf = (float*)(sm + tk.scratch_off + warp * tk.scratch_words);
     unsigned char* gsel = (unsigned char*)(gbuf + E);
@@ -205,17 +209,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     }
   }
   MR_STAMP(2);
-  if (warp == mask_warp && mask_warp == 0u && has_mask) {
-#pragma unroll 1
-    for (uint32_t w = 0; w < mw; ++w) {
-      const uint32_t e = w * 32u + lane;
-      const uint32_t b = __ballot_sync(MR_FULL_MASK, e < tk.E && __ldg(o.expert_mask + e) != 0);
-      if (lane == 0) sm[MR_TINY_BM + w] = b;
-    }
-    __syncwarp();
-    const uint32_t c = lane < mw ? __popc(sm[MR_TINY_BM + lane]) : 0u;
-    sm[MR_TINY_PRE + lane] = mr_warp_incl_scan(c, lane) - c;
-  }
+  if (warp == mask_warp && mask_warp == 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
   __syncthreads();
   MR_STAMP(4);
 
