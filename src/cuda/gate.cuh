@@ -386,6 +386,27 @@ __device__ __forceinline__ K mr_top_of_lane(const K* top, uint32_t lane) {
   return m;
 }
 
+/* Group scores (contract 2.4): the two largest values seen, as a multiset
+ * (equal values count twice). */
+__device__ __forceinline__ void mr_top2_push(float v, float* m1, float* m2) {
+  const float low = v < *m1 ? v : *m1;
+  *m2 = low > *m2 ? low : *m2;
+  *m1 = v > *m1 ? v : *m1;
+}
+/* The same over `lanes` consecutive lanes (a power of two): the two largest of
+ * {m1, m2, o1, o2} at each butterfly step; every lane ends with the group's pair. */
+__device__ __forceinline__ void mr_top2_butterfly(int lanes, float* m1, float* m2) {
+#pragma unroll 1
+  for (int off = 1; off < lanes; off <<= 1) {
+    const float o1 = __shfl_xor_sync(MR_FULL_MASK, *m1, off);
+    const float o2 = __shfl_xor_sync(MR_FULL_MASK, *m2, off);
+    const float lo = *m1 < o1 ? *m1 : o1;
+    const float hi2 = *m2 > o2 ? *m2 : o2;
+    *m1 = *m1 > o1 ? *m1 : o1;
+    *m2 = lo > hi2 ? lo : hi2;
+  }
+}
+
 /* Grouped selection, G <= 32 groups held by the lanes j = 0, step, 2*step ...
  * (gk: the group's ord32 score in its lane, 0 in every other lane): is my
  * group among the topk_groups best (ties to the lower group = lower lane)?
@@ -616,19 +637,9 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
 #pragma unroll
     for (int r = 0; r < EPL; ++r) {
       const float v = kv[r];
-      const float low = v < m1 ? v : m1;
-      m2 = low > m2 ? low : m2;
-      m1 = v > m1 ? v : m1;
+      mr_top2_push(v, &m1, &m2);
     }
-#pragma unroll 1
-    for (int off = 1; off < LPG; off <<= 1) {
-      const float o1 = __shfl_xor_sync(MR_FULL_MASK, m1, off);
-      const float o2 = __shfl_xor_sync(MR_FULL_MASK, m2, off);
-      const float lo = m1 < o1 ? m1 : o1;
-      const float hi2 = m2 > o2 ? m2 : o2;
-      m1 = m1 > o1 ? m1 : o1;
-      m2 = lo > hi2 ? lo : hi2;
-    }
+    mr_top2_butterfly(LPG, &m1, &m2);
     const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
     /* groups in lane order: the lowest lane holding the max is the lowest group */
     const uint32_t gk = ((lane & (uint32_t)(LPG - 1)) == 0u && e0 < E) ? mr_ord32(gv) : 0u;
@@ -660,20 +671,10 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
       if (g < G) {
         for (int m = q; m < GS; m += LP) {
           const float v = gbuf[g * GS + m];
-          const float low = v < m1 ? v : m1;
-          m2 = low > m2 ? low : m2;
-          m1 = v > m1 ? v : m1;
+          mr_top2_push(v, &m1, &m2);
         }
       }
-      for (int off = 1; off < LP; off <<= 1) {
-        const float o1 = __shfl_xor_sync(MR_FULL_MASK, m1, off);
-        const float o2 = __shfl_xor_sync(MR_FULL_MASK, m2, off);
-        /* the two largest of {m1, m2, o1, o2} (a multiset: equal values count twice) */
-        const float lo = m1 < o1 ? m1 : o1;
-        const float hi2 = m2 > o2 ? m2 : o2;
-        m1 = m1 > o1 ? m1 : o1;
-        m2 = lo > hi2 ? lo : hi2;
-      }
+      mr_top2_butterfly(LP, &m1, &m2);
       const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
 #pragma unroll
       for (int i = 0; i < NG; ++i) gkey[i] = (i == 0 && q == 0 && g < G) ? mr_ord32(gv) : 0u;
@@ -687,9 +688,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
           float m1 = -INFINITY, m2 = -INFINITY;
           for (int m = 0; m < GS; ++m) {
             const float v = gbuf[g * GS + m];
-            const float low = v < m1 ? v : m1;
-            m2 = low > m2 ? low : m2;
-            m1 = v > m1 ? v : m1;
+            mr_top2_push(v, &m1, &m2);
           }
           kk = mr_ord32(p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2);
         }
