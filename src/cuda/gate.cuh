@@ -298,21 +298,13 @@ __device__ __forceinline__ float mr_tree_fmax(const float* x) {
  * rounds plus ~25 min/max levels, instead of k rounds of a warp reduction
  * (v3: about 300 cycles per pick; stamp_lab "thrice", run 4).
  *
- * K is uint32_t (PACKED: 16-bit value and inverted index) or uint64_t
- * (FULL/GROUPED: ord32 key << 32 | inverted index). */
+ * K is uint32_t: the PACKED key (16-bit value and inverted index). */
 __device__ __forceinline__ void mr_cx(uint32_t& a, uint32_t& b) {
   const uint32_t h = a > b ? a : b, l = a > b ? b : a;
   a = h;
   b = l;
 }
-__device__ __forceinline__ void mr_cx(uint64_t& a, uint64_t& b) {
-  const bool s = b > a;
-  const uint64_t h = s ? b : a, l = s ? a : b;
-  a = h;
-  b = l;
-}
 __device__ __forceinline__ uint32_t mr_kmax(uint32_t a, uint32_t b) { return a > b ? a : b; }
-__device__ __forceinline__ uint64_t mr_kmax(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 /* x[0..N) sorted descending in place (bitonic sorting network, N a power of two) */
 template <typename K, int N>
@@ -534,14 +526,10 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
 
 /* ---- FULL and GROUPED ----------------------------------------------------------------- */
 
-/* The 64-bit merge selection for the fp32-key kinds: measured no faster than the
- * pick loop (run 5: chain for grouped DeepSeek-R1 6.66 us against 6.55, Kimi-K2
- * 9.03 against 8.81; the 64-bit compares and paired shuffles cost ~3x the
- * packed merge), so the loop stays; 1 selects the merge (lab). */
-#ifndef MR_FULL_MERGE
-#define MR_FULL_MERGE 0
-#endif
-
+/* Selection for the fp32-key kinds stays the pick loop: a 64-bit form of the
+ * merge below (key << 32 | inverted index) measured no faster (run 5: chain for
+ * grouped DeepSeek-R1 6.66 us against 6.55, Kimi-K2 9.03 against 8.81; the
+ * 64-bit compares and paired shuffles cost ~3x the packed merge). */
 /*
  * braw: this lane's bias (fp32 bits, 0 past E; all 0 without bias). gbuf (E
  * floats, 16-byte aligned) and gsel (G bytes) are this warp's shared-memory
@@ -750,31 +738,9 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     }
   }
 
-  /* top-k */
+  /* top-k: the max key, then the lowest lane holding it (= lowest index) */
   uint32_t my_key = 0u;
   int32_t my_id = 0;
-  if (MR_FULL_MERGE && k <= 16) { /* bitonic merges of (key << 32 | inverted index): off, see MR_FULL_MERGE */
-    uint64_t k64[EPL];
-#pragma unroll
-    for (int r = 0; r < EPL; ++r) k64[r] = ((uint64_t)key[r] << 32) | (uint32_t)(0xffffffffu - (uint32_t)(e0 + r));
-    uint64_t mk;
-    if (k <= 4) {
-      uint64_t top[4];
-      mr_warp_top<uint64_t, EPL, 4>(k64, top);
-      mk = mr_top_of_lane<uint64_t, 4>(top, lane);
-    } else if (k <= 8) {
-      uint64_t top[8];
-      mr_warp_top<uint64_t, EPL, 8>(k64, top);
-      mk = mr_top_of_lane<uint64_t, 8>(top, lane);
-    } else {
-      uint64_t top[16];
-      mr_warp_top<uint64_t, EPL, 16>(k64, top);
-      mk = mr_top_of_lane<uint64_t, 16>(top, lane);
-    }
-    my_key = (uint32_t)(mk >> 32);
-    my_id = (int32_t)(0xffffffffu - (uint32_t)mk);
-  } else {
-  /* the max key, then the lowest lane holding it (= lowest index) */
   int32_t pend_id = 0;
 #pragma unroll 1
   for (int j = 0; j < k; ++j) {
@@ -791,7 +757,6 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     my_key = (int)lane == j ? m : my_key;
   }
   if ((int)lane == k - 1) my_id = pend_id;
-  }
 
   /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
   float w = 0.0f;

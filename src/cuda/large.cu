@@ -47,6 +47,7 @@
  */
 #include "cuda/gate.cuh"
 #include "cuda/large.cuh"
+#include "cuda/sort.cuh" /* mr_emit_padding */
 
 #define MR_LW 8             /* warps per CTA of L1 and L3 (slices per chunk) */
 #define MR_LT (MR_LW * 32)  /* threads per CTA of L1 and L3 */
@@ -411,29 +412,6 @@ __global__ void __launch_bounds__(MR_L_SCAN_WARPS * 32) mr_large_scan_kernel(con
 
 /* ---- L3: clear + place --------------------------------------------------------------------- */
 
-/* Padding of expert e: positions [start + cnt, start + pad) and its blocks
- * [start/U, (start+pad)/U). One warp, lanes striding (contract 3.1, 3.2). */
-__device__ __forceinline__ void mr_large_padding(const mr_sort_out* o, uint32_t start, uint32_t cnt,
-                                                 uint32_t local_id, uint32_t lane) {
-  const uint32_t T = (uint32_t)o->num_tokens, k = (uint32_t)o->top_k, U = (uint32_t)o->unit_size;
-  const uint32_t pad = (cnt + U - 1u) / U * U;
-  const int32_t ck_sentinel = (int32_t)((k << 24) | T);
-  const int32_t vllm_sentinel = (int32_t)(T * k);
-  for (uint32_t j = cnt + lane; j < pad; j += 32) {
-    const uint32_t pos = start + j;
-    if (o->sorted_ids) {
-      o->sorted_ids[pos] = ck_sentinel;
-      if (o->sorted_weights) o->sorted_weights[pos] = 0.0f;
-    }
-    if (o->sorted_token_ids) o->sorted_token_ids[pos] = vllm_sentinel;
-  }
-  const uint32_t b1 = (start + pad) / U;
-  for (uint32_t b = start / U + lane; b < b1; b += 32) {
-    if (o->sorted_expert_ids) o->sorted_expert_ids[b] = (int32_t)local_id;
-    if (o->expert_ids) o->expert_ids[b] = (int32_t)local_id;
-  }
-}
-
 /* Shared memory (routing CTAs): warp totals [8] (64-bit) | start [E] | count [E]
  * | local id [E] | pos [E] (start + entries of e in earlier chunks). Clear CTAs
  * with bulk copies use the first MR_L_ZB bytes as their zero source. */
@@ -541,16 +519,9 @@ __global__ void __launch_bounds__(MR_LT)
   /* 3. padding and block ids: experts c*8 + warp, + 8G, ... */
   for (uint32_t e = c * MR_LW + warp; e < E; e += G * MR_LW) {
     const uint32_t n = s_cnt[e];
-    if (n != 0u) mr_large_padding(&o, s_start[e], n, s_loc[e], lane);
+    if (n != 0u) mr_emit_padding(&o, s_start[e], n, (n + U - 1u) / U * U, s_loc[e], lane);
   }
-  if (c == 0 && tid == 0) {
-    const uint32_t tot32 = (uint32_t)total;
-    if (o.num_valid_ids) {
-      o.num_valid_ids[0] = (int32_t)tot32;
-      o.num_valid_ids[1] = (int32_t)o.num_tokens;
-    }
-    if (o.num_tokens_post_pad) o.num_tokens_post_pad[0] = (int32_t)tot32;
-  }
+  if (c == 0 && tid == 0) mr_emit_totals(&o, (uint32_t)total);
 }
 
 /* ======================================================================== */
