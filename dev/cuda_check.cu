@@ -231,6 +231,7 @@ static void gen_case(Case* c) {
   static const int Ns[] = {0, 0, 64, 128};
   c->tune.tiny_max_n = pick(Ns, 4); /* tiny.cu up to T*k = 128 (its multi-warp sort) */
   c->tune.no_tiny = urand() < 0.2;
+  c->tune.decode_pdl = urand() < 0.5; /* PDL launches (the run twice checks back-to-back calls) */
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -606,7 +607,7 @@ static const Shape shapes[] = {
      MOEROUTE_DTYPE_BF16},
 };
 
-typedef enum { V_FUSED, V_CHAIN, V_GATE, V_SORT, V_FLOOR } Variant;
+typedef enum { V_FUSED, V_CHAIN, V_GATE, V_SORT, V_FLOOR, V_FLOOR_PDL } Variant;
 
 /* Keeps every SM busy for ns nanoseconds: the GPU idles at a low clock (420 MHz
  * seen before the first run) and needs sustained load to boost. */
@@ -626,6 +627,21 @@ __global__ void floor_kernel(int* p) {
   if (threadIdx.x < 32) p[threadIdx.x + 32] = p[threadIdx.x] + 1;
 }
 static int* g_floor_buf;
+/* The same with programmatic dependent launch (the decode_pdl knob's pattern). */
+__global__ void floor_pdl_kernel(int* p) {
+  mr_pdl_enter();
+  if (threadIdx.x < 32) p[threadIdx.x + 32] = p[threadIdx.x] + 1;
+}
+static void launch_floor_pdl(cudaStream_t s) {
+  cudaLaunchConfig_t lc = mr_launch_config(1, 32, 0, s);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  const int was = mr_cuda_tune.decode_pdl;
+  mr_cuda_tune.decode_pdl = 1;
+  mr_decode_pdl(&lc, attr, &na);
+  mr_cuda_tune.decode_pdl = was;
+  CK(cudaLaunchKernelEx(&lc, floor_pdl_kernel, g_floor_buf));
+}
 
 /* kernel metric: 50 calls in one graph; median over 9 replays of (replay time / 50) */
 static double time_variant(const moeroute_params* p, const moeroute_buffers* b, Variant v, cudaStream_t s) {
@@ -639,6 +655,7 @@ static double time_variant(const moeroute_params* p, const moeroute_buffers* b, 
     if (v == V_CHAIN || v == V_GATE) st = moeroute_cuda_gate(p, b, s);
     if ((v == V_CHAIN || v == V_SORT) && st == MOEROUTE_OK) st = moeroute_cuda_sort(p, b, s);
     if (v == V_FLOOR) floor_kernel<<<1, 32, 0, s>>>(g_floor_buf);
+    if (v == V_FLOOR_PDL) launch_floor_pdl(s);
     if (st != MOEROUTE_OK) {
       printf("timing call failed: %s\n", moeroute_last_error());
       exit(2);
@@ -677,7 +694,7 @@ static double time_variant(const moeroute_params* p, const moeroute_buffers* b, 
 typedef struct Row {
   char name[24];
   int T;
-  double fused, chain, gate, sort, c1, c2, c4, c8, floor, r[4], fused_nw, chain_nw, tiny128;
+  double fused, chain, gate, sort, c1, c2, c4, c8, floor, floor_pdl, r[4], fused_pdl, chain_pdl, tiny128, nobuf;
   int wrong;
 } Row;
 
@@ -741,6 +758,7 @@ static int run_timing(const Shape* sh, int T, Row* row, int variants) {
   row->T = T;
   spin(40);
   row->floor = time_variant(&p, &b, V_FLOOR, s);
+  row->floor_pdl = time_variant(&p, &b, V_FLOOR_PDL, s);
   row->chain = time_variant(&p, &b, V_CHAIN, s);
   row->gate = time_variant(&p, &b, V_GATE, s);
   row->sort = time_variant(&p, &b, V_SORT, s);
@@ -763,11 +781,15 @@ static int run_timing(const Shape* sh, int T, Row* row, int variants) {
       row->r[i] = time_variant(&p, &b, V_SORT, s);
     }
     mr_cuda_tune.small_sort_ctas = 0;
-    /* the dry-run warps (instruction-cache warming) off */
-    mr_cuda_perf.no_warm = 1;
-    row->fused_nw = time_variant(&p, &b, V_FUSED, s);
-    row->chain_nw = time_variant(&p, &b, V_CHAIN, s);
-    mr_cuda_perf.no_warm = 0;
+    /* programmatic dependent launch between consecutive calls */
+    mr_cuda_tune.decode_pdl = 1;
+    row->fused_pdl = time_variant(&p, &b, V_FUSED, s);
+    row->chain_pdl = time_variant(&p, &b, V_CHAIN, s);
+    mr_cuda_tune.decode_pdl = 0;
+    /* the routing alone: moe_buf not cleared */
+    moeroute_params q = p;
+    q.moe_buf_bytes = 0;
+    row->nobuf = time_variant(&q, &b, V_FUSED, s);
   }
   out_poison(&dev, &sz, 1);
   row->fused = time_variant(&p, &b, V_FUSED, s); /* last: its outputs are checked */
@@ -868,15 +890,16 @@ int main(int argc, char** argv) {
         printf("%-20s %6d %7.2f %7.2f %7.2f %7.2f\n", rows[i].name, rows[i].T, rows[i].r[0], rows[i].r[1],
                rows[i].r[2], rows[i].r[3]);
     printf("\nkernel metric, us per call (50 calls in one graph / 50, median of 15), H200, U=32, CK layout\n");
-    printf("(fused: the default path, tiny.cu where T*k <= 32; C=n: the cluster kernel of fused.cu; nw: its dry-run "
-           "warps off; tiny128: tiny.cu up to T*k = 128)\n");
-    printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %8s %8s %8s %6s %5s\n", "shape", "T", "fused", "chain", "x",
-           "gate", "sort", "C=1", "C=2", "C=4", "C=8", "fused_nw", "chain_nw", "tiny128", "floor", "wrong");
+    printf("(fused: the default path, tiny.cu where T*k <= 32; C=n: the cluster kernel of fused.cu; _pdl: with "
+           "programmatic dependent launch; tiny128: tiny.cu up to T*k = 128; nobuf: fused without moe_buf)\n");
+    printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %9s %9s %8s %7s %6s %9s %5s\n", "shape", "T", "fused", "chain",
+           "x", "gate", "sort", "C=1", "C=2", "C=4", "C=8", "fused_pdl", "chain_pdl", "tiny128", "nobuf", "floor",
+           "floor_pdl", "wrong");
     for (int i = 0; i < nr; ++i) {
       const Row* r = &rows[i];
-      printf("%-20s %6d %8.2f %8.2f %6.2f %8.2f %8.2f %7.2f %7.2f %7.2f %7.2f %8.2f %8.2f %8.2f %6.2f %5d\n", r->name,
-             r->T, r->fused, r->chain, r->chain / r->fused, r->gate, r->sort, r->c1, r->c2, r->c4, r->c8, r->fused_nw,
-             r->chain_nw, r->tiny128, r->floor, r->wrong);
+      printf("%-20s %6d %8.2f %8.2f %6.2f %8.2f %8.2f %7.2f %7.2f %7.2f %7.2f %9.2f %9.2f %8.2f %7.2f %6.2f %9.2f %5d\n",
+             r->name, r->T, r->fused, r->chain, r->chain / r->fused, r->gate, r->sort, r->c1, r->c2, r->c4, r->c8,
+             r->fused_pdl, r->chain_pdl, r->tiny128, r->nobuf, r->floor, r->floor_pdl, r->wrong);
     }
     if (wrong) g_fail++;
   }

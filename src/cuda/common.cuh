@@ -256,6 +256,7 @@ typedef struct mr_cuda_tuning {
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
   int no_tiny;           /* 1: route never takes the one-CTA kernel of tiny.cu */
   int tiny_max_n;        /* T*k bound of tiny.cu: 0 = its default, at most 128 */
+  int decode_pdl;        /* 1: the decode launches (tiny, fused, gate, one-launch sort) with PDL */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -333,6 +334,39 @@ static inline cudaLaunchConfig_t mr_launch_config(unsigned grid, unsigned thread
   lc.attrs = NULL;
   lc.numAttrs = 0;
   return lc;
+}
+
+/* Programmatic dependent launch (sm_90). Both are no-ops for a kernel launched
+ * without the attribute. launch_dependents lets the next launch start; wait
+ * returns once the previous launch has completed and its writes are visible. */
+__device__ __forceinline__ void mr_pdl_launch_dependents(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mr_pdl_wait(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/* The decode launches' programmatic dependent launch (lab knob decode_pdl; off by
+ * default): every CTA first waits for the previous launch on the stream (a no-op
+ * without the attribute), then lets the next launch start, so that the next
+ * call's launch and CTA set-up overlap this call's work. Nothing global is read
+ * or written before the wait. */
+__device__ __forceinline__ void mr_pdl_enter(void) {
+  mr_pdl_wait();
+  mr_pdl_launch_dependents();
+}
+static inline void mr_decode_pdl(cudaLaunchConfig_t* lc, cudaLaunchAttribute* attr, unsigned* n) {
+  if (!mr_cuda_tune.decode_pdl) return;
+  memset(attr + *n, 0, sizeof *attr);
+  attr[*n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[*n].val.programmaticStreamSerializationAllowed = 1;
+  ++*n;
+  lc->attrs = attr;
+  lc->numAttrs = *n;
 }
 
 /* ---- decode-path helpers (v3: fused.cu, sort.cu one launch, gate.cu) ---------------

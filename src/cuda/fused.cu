@@ -74,6 +74,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS, 1)
                           int32_t* topk_ids, float* topk_weights) {
   constexpr int W = MR_ESZ(DT);
   const uint32_t C = mr_cluster_size();
+  mr_pdl_enter();
   if (blockIdx.x >= C) { /* clear-only clusters: no cluster barrier, no DSMEM */
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - C) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - C) * blockDim.x);
@@ -229,13 +230,15 @@ static cudaError_t mr_launch_fused_t(const mr_gate_p* g, const mr_sort_out* o, c
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(C + clear), MR_SORT_THREADS, L->smem, stream);
   /* always a cluster launch, also for C = 1, so that DSMEM addressing and the
    * cluster barrier are used exactly as defined for clusters */
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = (unsigned)C;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   lc.attrs = attr;
   lc.numAttrs = 1;
+  unsigned na = 1;
+  mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_fused_route_kernel<DT, EPL, KIND>, *g, *o, sp, L->k, topk_ids, topk_weights));
   return cudaSuccess;
 }

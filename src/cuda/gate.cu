@@ -30,6 +30,7 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
                                                       unsigned char* clear_buf, size_t clear_bytes,
                                                       uint32_t clear_ctas) {
   constexpr int W = MR_ESZ(DT);
+  mr_pdl_enter();
   if (blockIdx.x < clear_ctas) { /* the first CTAs clear a share of moe_buf under the gating (large T) */
     mr_clear_bytes(clear_buf, clear_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
                    (size_t)clear_ctas * blockDim.x);
@@ -113,6 +114,9 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
   const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, (size_t)sw * warps * 4u, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND>, *p, topk_ids, topk_weights, sw,
                             warm ? (int)live : -1, clear_buf, clear_bytes, clear));
   return cudaSuccess;

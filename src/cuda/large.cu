@@ -84,19 +84,6 @@ typedef struct mr_large_args {
 
 /* ---- device helpers ----------------------------------------------------------- */
 
-/* Programmatic dependent launch (sm_90). Both are no-ops for a kernel launched
- * without the attribute. launch_dependents lets the next launch start; wait
- * returns once the previous launch has completed and its writes are visible. */
-__device__ __forceinline__ void mr_pdl_launch_dependents(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void mr_pdl_wait(void) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
 
 /* Start of part i of n split into `parts` balanced parts. */
 __device__ __forceinline__ int64_t mr_l_split(int64_t n, uint32_t parts, uint32_t i) {

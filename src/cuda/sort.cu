@@ -46,6 +46,7 @@
 __global__ void __launch_bounds__(MR_SORT_THREADS, 1)
     mr_small_sort_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_small_p sp,
                          const int32_t* topk_ids, const float* topk_weights, uint32_t routing_ctas) {
+  mr_pdl_enter();
   if (blockIdx.x >= routing_ctas) {
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - routing_ctas) * blockDim.x);
@@ -105,6 +106,9 @@ extern "C" cudaError_t mr_cuda_launch_small_sort(const mr_config* cfg, const mr_
   const int clear = mr_cuda_clear_ctas(cfg->moe_buf_bytes, MR_SORT_THREADS);
   const size_t smem = (size_t)mr_small_words(sp.n, sp.E, sp.nw) * 4u;
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(r + clear), MR_SORT_THREADS, smem, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_small_sort_kernel, *o, sp, topk_ids, topk_weights, (uint32_t)r));
   return cudaSuccess;
 }

@@ -161,6 +161,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
   constexpr int W = MR_ESZ(DT);
+  mr_pdl_enter();
   if (blockIdx.x > 0) { /* clear-only CTAs */
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - 1) * blockDim.x);
@@ -328,6 +329,9 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g, const mr_sort_out* o, co
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(1 + clear), MR_TINY_THREADS, smem, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND>, *g, *o, *K, topk_ids, topk_weights));
   return cudaSuccess;
 }
