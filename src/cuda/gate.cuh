@@ -378,6 +378,36 @@ __device__ __forceinline__ K mr_top_of_lane(const K* top, uint32_t lane) {
   return m;
 }
 
+/*
+ * Top k (k <= L) of 32-bit fp32 keys (FULL and GROUPED, v5): the packed merge on
+ * truncated keys t = (key & ~0x3ff) | (0x3ff - e), exact unless two candidates
+ * share their top 22 bits (then the index decides what the value should have).
+ * Truncation keeps order (key a > key b => hi(a) >= hi(b)), so the result is
+ * exact when the k picks have pairwise different hi and no element outside
+ * them shares the k-th pick's hi. Otherwise (ties, -inf picks, near-equal
+ * values: rare on real data) the caller runs the exact pick loop. Returns
+ * true (warp-uniform) when exact; *mine = pick `lane` (lanes < k).
+ */
+#define MR_TRUNC_BITS 10
+template <int EPL, int L>
+__device__ __forceinline__ bool mr_top_trunc(const uint32_t* t, int k, uint32_t lane, uint32_t* mine) {
+  uint32_t top[L];
+  mr_warp_top<uint32_t, EPL, L>(t, top);
+  bool clash = false;
+  uint32_t H = 0u;
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    if (i + 1 < L && i + 1 < k && (top[i] >> MR_TRUNC_BITS) == (top[i + 1] >> MR_TRUNC_BITS)) clash = true;
+    H = i == k - 1 ? top[i] >> MR_TRUNC_BITS : H;
+  }
+  uint32_t c = 0u;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) c += (t[r] >> MR_TRUNC_BITS) == H ? 1u : 0u;
+  clash = clash || __reduce_add_sync(MR_FULL_MASK, c) > 1u;
+  *mine = mr_top_of_lane<uint32_t, L>(top, lane);
+  return !clash;
+}
+
 /* Group scores (contract 2.4): the two largest values seen, as a multiset
  * (equal values count twice). */
 __device__ __forceinline__ void mr_top2_push(float v, float* m1, float* m2) {
@@ -526,10 +556,15 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
 
 /* ---- FULL and GROUPED ----------------------------------------------------------------- */
 
-/* Selection for the fp32-key kinds stays the pick loop: a 64-bit form of the
- * merge below (key << 32 | inverted index) measured no faster (run 5: chain for
+/* Selection for the fp32-key kinds: a 64-bit form of the merge (key << 32 |
+ * inverted index) measured no faster than the pick loop (run 5: chain for
  * grouped DeepSeek-R1 6.66 us against 6.55, Kimi-K2 9.03 against 8.81; the
- * 64-bit compares and paired shuffles cost ~3x the packed merge). */
+ * 64-bit compares and paired shuffles cost ~3x the packed merge). v5 merges
+ * 32-bit truncated keys instead (mr_top_trunc) and keeps the pick loop as the
+ * exact fallback. MR_FULL_TRUNC 0: the pick loop only (lab comparison). */
+#ifndef MR_FULL_TRUNC
+#define MR_FULL_TRUNC 1
+#endif
 /*
  * braw: this lane's bias (fp32 bits, 0 past E; all 0 without bias). gbuf (E
  * floats, 16-byte aligned) and gsel (G bytes) are this warp's shared-memory
@@ -738,12 +773,34 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     }
   }
 
-  /* top-k: the max key, then the lowest lane holding it (= lowest index) */
   uint32_t my_key = 0u;
   int32_t my_id = 0;
+  bool exact = false;
+  if (k <= 16 && MR_FULL_TRUNC) {
+    /* v5: the packed merge on truncated keys, exact unless it reports a clash */
+    uint32_t t[EPL];
+#pragma unroll
+    for (int r = 0; r < EPL; ++r)
+      t[r] = (key[r] & ~((1u << MR_TRUNC_BITS) - 1u)) | ((1u << MR_TRUNC_BITS) - 1u - (uint32_t)(e0 + r));
+    uint32_t mine;
+    exact = k <= 4   ? mr_top_trunc<EPL, 4>(t, k, lane, &mine)
+            : k <= 8 ? mr_top_trunc<EPL, 8>(t, k, lane, &mine)
+                     : mr_top_trunc<EPL, 16>(t, k, lane, &mine);
+    if (exact) {
+      my_id = (int32_t)((1u << MR_TRUNC_BITS) - 1u - (mine & ((1u << MR_TRUNC_BITS) - 1u)));
+      /* the exact key of my pick, from its lane (independent shuffles) */
+      const uint32_t owner = (uint32_t)my_id / (uint32_t)EPL, rr = (uint32_t)my_id % (uint32_t)EPL;
+#pragma unroll
+      for (int r = 0; r < EPL; ++r) {
+        const uint32_t v = __shfl_sync(MR_FULL_MASK, key[r], owner & 31u);
+        my_key = rr == (uint32_t)r ? v : my_key;
+      }
+    }
+  }
+  /* top-k, exact: the max key, then the lowest lane holding it (= lowest index) */
   int32_t pend_id = 0;
 #pragma unroll 1
-  for (int j = 0; j < k; ++j) {
+  for (int j = 0; j < (exact ? 0 : k); ++j) {
     int bi;
     const uint32_t best = mr_tree_argmax<EPL>(key, &bi);
     if ((int)lane == j - 1) my_id = pend_id; /* the previous pick's id (its shuffle has landed) */
@@ -756,7 +813,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     pend_id = (int32_t)(wl * (uint32_t)EPL) + __shfl_sync(MR_FULL_MASK, bi, wl);
     my_key = (int)lane == j ? m : my_key;
   }
-  if ((int)lane == k - 1) my_id = pend_id;
+  if (!exact && (int)lane == k - 1) my_id = pend_id;
 
   /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
   float w = 0.0f;
