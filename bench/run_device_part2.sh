@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Device call 2 of the results run (after part 1 on the same warm machine, build-dev kept):
 # per-phase stamps inside one launch, the scaling sweep and plot, the GPU test at
-# T up to 262144, the Python GPU tests, the MoE-layer example and the Python overhead,
-# the lab checks of the large path and the decode paths side by side (dev/).
+# T up to 262144, the Python GPU tests and the MoE-layer example. The Python overhead
+# and the lab checks (dev/) run in lab calls: with them this call overran 600 s in run 5.
 # Results land in $OUT/part2.tgz.
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
@@ -20,15 +20,6 @@ timeout ${LARGE_S:-90} $B/tests/gpu/test_cuda --large --group large > $O/test_cu
 tail -4 $O/test_cuda_large.log
 echo "== python"
 export MOEROUTE_LIBRARY=$PWD/$B/libmoeroute.so PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
-timeout 120 python3 -m pytest -q python/tests > $O/pytest.log 2>&1; echo "pytest rc=$?" | tee -a $O/pytest.log; tail -3 $O/pytest.log
-timeout 60 python3 examples/moe_layer.py --backend torch --device cuda > $O/example.log 2>&1; echo "example rc=$?" | tee -a $O/example.log; tail -4 $O/example.log
-timeout 60 python3 python/bench_overhead.py --device cuda --out-dir $O > $O/overhead.log 2>&1; echo "overhead rc=$?" | tee -a $O/overhead.log; tail -12 $O/overhead.log
-echo "== lab: large path check (every knob variant), decode path timing"
-NV="nvcc -O2 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common"
-$NV dev/large_lab.cu $B/libmoeroute.a -o $B/large_lab > $O/lab_build.log 2>&1
-$NV dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/lab_build.log 2>&1
-timeout ${LABCHECK_S:-90} $B/large_lab --no-time > $O/large_check.log 2>&1; echo "large_lab rc=$?" | tee -a $O/large_check.log
-grep -vE "^ok" $O/large_check.log | tail -4
-timeout ${LABTIME_S:-100} $B/cuda_check --configs 300 --quick-time > $O/decode_paths.log 2>&1; echo "cuda_check rc=$?" | tee -a $O/decode_paths.log
-grep -E "^check:|FAIL" $O/decode_paths.log | head -6; sed -n "/kernel metric/,\$p" $O/decode_paths.log | head -30
+timeout ${PYTEST_S:-90} python3 -m pytest -q python/tests > $O/pytest.log 2>&1; echo "pytest rc=$?" | tee -a $O/pytest.log; tail -3 $O/pytest.log
+timeout 40 python3 examples/moe_layer.py --backend torch --device cuda > $O/example.log 2>&1; echo "example rc=$?" | tee -a $O/example.log; tail -4 $O/example.log
 tar czf $R/part2.tgz -C $O .
