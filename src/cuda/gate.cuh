@@ -379,33 +379,78 @@ __device__ __forceinline__ K mr_top_of_lane(const K* top, uint32_t lane) {
 }
 
 /*
- * Top k (k <= L) of 32-bit fp32 keys (FULL and GROUPED, v5): the packed merge on
- * truncated keys t = (key & ~0x3ff) | (0x3ff - e), exact unless two candidates
- * share their top 22 bits (then the index decides what the value should have).
- * Truncation keeps order (key a > key b => hi(a) >= hi(b)), so the result is
- * exact when the k picks have pairwise different hi and no element outside
- * them shares the k-th pick's hi. Otherwise (ties, -inf picks, near-equal
- * values: rare on real data) the caller runs the exact pick loop. Returns
- * true (warp-uniform) when exact; *mine = pick `lane` (lanes < k).
+ * Top k (k <= L) of fp32 keys (FULL and GROUPED, v5): the packed merge above on
+ * 32-bit truncated keys t = (key & ~M) | (M - e), M = 32 * EPL - 1 (the key's
+ * top 32 - IB bits, then the inverted index). Truncation keeps order (key a >
+ * key b => hi(a) >= hi(b)), so every element in a bucket above the k-th pick's
+ * bucket H is a pick, every element below H is not, and only H can hold an
+ * element that the index placed wrongly. Then:
+ *   - picks sharing a bucket (about 5% of random rows) are re-ranked by their
+ *     exact keys: k independent shuffles, k ballots;
+ *   - exact iff the elements of bucket H that are >= the last pick in exact
+ *     order (key, then lower index) are exactly the picks in H (one count and
+ *     one warp sum). Exact ties pass; only an element of H that beats a pick
+ *     on the bits cut away fails (~0.5% of random rows): the caller then runs
+ *     the exact pick loop.
+ * key[]: this lane's exact keys (elements e0 .. e0 + EPL - 1). Returns true
+ * (warp-uniform) when exact, with lanes < k holding pick `lane` (*id, *ek).
  */
-#define MR_TRUNC_BITS 10
 template <int EPL, int L>
-__device__ __forceinline__ bool mr_top_trunc(const uint32_t* t, int k, uint32_t lane, uint32_t* mine) {
+__device__ __forceinline__ bool mr_top_trunc(const uint32_t* key, int k, uint32_t lane, int32_t* id, uint32_t* ek) {
+  constexpr uint32_t M = 32u * (uint32_t)EPL - 1u; /* index bits: 5 + log2(EPL) */
+  constexpr int IB = EPL == 4 ? 7 : EPL == 8 ? 8 : EPL == 16 ? 9 : 10;
+  const uint32_t e0 = lane * (uint32_t)EPL;
+  uint32_t t[EPL];
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) t[r] = (key[r] & ~M) | (M - (e0 + (uint32_t)r));
   uint32_t top[L];
   mr_warp_top<uint32_t, EPL, L>(t, top);
-  bool clash = false;
-  uint32_t H = 0u;
+  bool pair = false; /* two picks share a bucket: their order needs the exact keys */
+  uint32_t H = 0u, need = 0u;
 #pragma unroll
   for (int i = 0; i < L; ++i) {
-    if (i + 1 < L && i + 1 < k && (top[i] >> MR_TRUNC_BITS) == (top[i + 1] >> MR_TRUNC_BITS)) clash = true;
-    H = i == k - 1 ? top[i] >> MR_TRUNC_BITS : H;
+    if (i + 1 < L && i + 1 < k && (top[i] >> IB) == (top[i + 1] >> IB)) pair = true;
+    H = i == k - 1 ? top[i] >> IB : H;
   }
+#pragma unroll
+  for (int i = 0; i < L; ++i) need += (i < k && (top[i] >> IB) == H) ? 1u : 0u;
+  const uint32_t mine = mr_top_of_lane<uint32_t, L>(top, lane);
+  uint32_t my_id = M - (mine & M);
+  /* the exact key of my pick, from its lane */
+  const uint32_t owner = my_id / (uint32_t)EPL, rr = my_id % (uint32_t)EPL;
+  uint32_t my_ek = 0u;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) {
+    const uint32_t v = __shfl_sync(MR_FULL_MASK, key[r], owner & 31u);
+    my_ek = rr == (uint32_t)r ? v : my_ek;
+  }
+  if (pair) { /* warp-uniform: rank the picks by (exact key desc, index asc) */
+    uint32_t rank = 0u;
+#pragma unroll 1
+    for (int i = 0; i < k; ++i) {
+      const uint32_t oi = __shfl_sync(MR_FULL_MASK, my_ek, i), ii = __shfl_sync(MR_FULL_MASK, my_id, i);
+      rank += (oi > my_ek || (oi == my_ek && ii < my_id)) ? 1u : 0u;
+    }
+    uint32_t src = lane;
+#pragma unroll 1
+    for (int j = 0; j < k; ++j) {
+      const uint32_t b = __ballot_sync(MR_FULL_MASK, (int)lane < k && rank == (uint32_t)j);
+      src = (int)lane == j ? (uint32_t)__ffs(b) - 1u : src;
+    }
+    my_ek = __shfl_sync(MR_FULL_MASK, my_ek, src);
+    my_id = __shfl_sync(MR_FULL_MASK, my_id, src);
+  }
+  /* bucket H: the elements >= the last pick (exact order) must be the picks in H */
+  const uint32_t kmin = __shfl_sync(MR_FULL_MASK, my_ek, k - 1), idk = __shfl_sync(MR_FULL_MASK, my_id, k - 1);
   uint32_t c = 0u;
 #pragma unroll
-  for (int r = 0; r < EPL; ++r) c += (t[r] >> MR_TRUNC_BITS) == H ? 1u : 0u;
-  clash = clash || __reduce_add_sync(MR_FULL_MASK, c) > 1u;
-  *mine = mr_top_of_lane<uint32_t, L>(top, lane);
-  return !clash;
+  for (int r = 0; r < EPL; ++r) {
+    const uint32_t e = e0 + (uint32_t)r;
+    c += ((key[r] >> IB) == H && (key[r] > kmin || (key[r] == kmin && e <= idk))) ? 1u : 0u;
+  }
+  *id = (int32_t)my_id;
+  *ek = my_ek;
+  return __reduce_add_sync(MR_FULL_MASK, c) == need;
 }
 
 /* Group scores (contract 2.4): the two largest values seen, as a multiset
@@ -776,27 +821,10 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
   uint32_t my_key = 0u;
   int32_t my_id = 0;
   bool exact = false;
-  if (k <= 16 && MR_FULL_TRUNC) {
-    /* v5: the packed merge on truncated keys, exact unless it reports a clash */
-    uint32_t t[EPL];
-#pragma unroll
-    for (int r = 0; r < EPL; ++r)
-      t[r] = (key[r] & ~((1u << MR_TRUNC_BITS) - 1u)) | ((1u << MR_TRUNC_BITS) - 1u - (uint32_t)(e0 + r));
-    uint32_t mine;
-    exact = k <= 4   ? mr_top_trunc<EPL, 4>(t, k, lane, &mine)
-            : k <= 8 ? mr_top_trunc<EPL, 8>(t, k, lane, &mine)
-                     : mr_top_trunc<EPL, 16>(t, k, lane, &mine);
-    if (exact) {
-      my_id = (int32_t)((1u << MR_TRUNC_BITS) - 1u - (mine & ((1u << MR_TRUNC_BITS) - 1u)));
-      /* the exact key of my pick, from its lane (independent shuffles) */
-      const uint32_t owner = (uint32_t)my_id / (uint32_t)EPL, rr = (uint32_t)my_id % (uint32_t)EPL;
-#pragma unroll
-      for (int r = 0; r < EPL; ++r) {
-        const uint32_t v = __shfl_sync(MR_FULL_MASK, key[r], owner & 31u);
-        my_key = rr == (uint32_t)r ? v : my_key;
-      }
-    }
-  }
+  if (k <= 16 && MR_FULL_TRUNC) /* v5: the packed merge on truncated keys, exact unless it says not */
+    exact = k <= 4   ? mr_top_trunc<EPL, 4>(key, k, lane, &my_id, &my_key)
+            : k <= 8 ? mr_top_trunc<EPL, 8>(key, k, lane, &my_id, &my_key)
+                     : mr_top_trunc<EPL, 16>(key, k, lane, &my_id, &my_key);
   /* top-k, exact: the max key, then the lowest lane holding it (= lowest index) */
   int32_t pend_id = 0;
 #pragma unroll 1
