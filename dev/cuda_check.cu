@@ -231,7 +231,7 @@ static void gen_case(Case* c) {
   static const int Ns[] = {0, 0, 64, 128};
   c->tune.tiny_max_n = pick(Ns, 4); /* tiny.cu up to T*k = 128 (its multi-warp sort) */
   c->tune.no_tiny = urand() < 0.2;
-  c->tune.decode_pdl = urand() < 0.5; /* PDL launches (the run twice checks back-to-back calls) */
+  c->tune.decode_pdl = irand(3) - 1; /* PDL off / auto / on (the run twice checks back-to-back calls) */
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -694,7 +694,7 @@ static double time_variant(const moeroute_params* p, const moeroute_buffers* b, 
 typedef struct Row {
   char name[24];
   int T;
-  double fused, chain, gate, sort, c1, c2, c4, c8, floor, floor_pdl, r[4], fused_pdl, chain_pdl, tiny128, nobuf;
+  double fused, chain, gate, sort, c1, c2, c4, c8, floor, floor_pdl, r[4], fused_nopdl, chain_nopdl, tiny128, nobuf;
   int wrong;
 } Row;
 
@@ -781,10 +781,10 @@ static int run_timing(const Shape* sh, int T, Row* row, int variants) {
       row->r[i] = time_variant(&p, &b, V_SORT, s);
     }
     mr_cuda_tune.small_sort_ctas = 0;
-    /* programmatic dependent launch between consecutive calls */
-    mr_cuda_tune.decode_pdl = 1;
-    row->fused_pdl = time_variant(&p, &b, V_FUSED, s);
-    row->chain_pdl = time_variant(&p, &b, V_CHAIN, s);
+    /* without programmatic dependent launch (the default has it on sm_90) */
+    mr_cuda_tune.decode_pdl = -1;
+    row->fused_nopdl = time_variant(&p, &b, V_FUSED, s);
+    row->chain_nopdl = time_variant(&p, &b, V_CHAIN, s);
     mr_cuda_tune.decode_pdl = 0;
     /* the routing alone: moe_buf not cleared */
     moeroute_params q = p;
@@ -890,16 +890,16 @@ int main(int argc, char** argv) {
         printf("%-20s %6d %7.2f %7.2f %7.2f %7.2f\n", rows[i].name, rows[i].T, rows[i].r[0], rows[i].r[1],
                rows[i].r[2], rows[i].r[3]);
     printf("\nkernel metric, us per call (50 calls in one graph / 50, median of 15), H200, U=32, CK layout\n");
-    printf("(fused: the default path, tiny.cu where T*k <= 32; C=n: the cluster kernel of fused.cu; _pdl: with "
-           "programmatic dependent launch; tiny128: tiny.cu up to T*k = 128; nobuf: fused without moe_buf)\n");
-    printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %9s %9s %8s %7s %6s %9s %5s\n", "shape", "T", "fused", "chain",
-           "x", "gate", "sort", "C=1", "C=2", "C=4", "C=8", "fused_pdl", "chain_pdl", "tiny128", "nobuf", "floor",
+    printf("(fused: the default path, tiny.cu where T*k <= 32; C=n: the cluster kernel of fused.cu; _nopdl: without "
+           "programmatic dependent launch (the default uses it); tiny128: tiny.cu up to T*k = 128; nobuf: fused without moe_buf)\n");
+    printf("%-20s %6s %8s %8s %6s %8s %8s %7s %7s %7s %7s %11s %11s %8s %7s %6s %9s %5s\n", "shape", "T", "fused", "chain",
+           "x", "gate", "sort", "C=1", "C=2", "C=4", "C=8", "fused_nopdl", "chain_nopdl", "tiny128", "nobuf", "floor",
            "floor_pdl", "wrong");
     for (int i = 0; i < nr; ++i) {
       const Row* r = &rows[i];
-      printf("%-20s %6d %8.2f %8.2f %6.2f %8.2f %8.2f %7.2f %7.2f %7.2f %7.2f %9.2f %9.2f %8.2f %7.2f %6.2f %9.2f %5d\n",
+      printf("%-20s %6d %8.2f %8.2f %6.2f %8.2f %8.2f %7.2f %7.2f %7.2f %7.2f %11.2f %11.2f %8.2f %7.2f %6.2f %9.2f %5d\n",
              r->name, r->T, r->fused, r->chain, r->chain / r->fused, r->gate, r->sort, r->c1, r->c2, r->c4, r->c8,
-             r->fused_pdl, r->chain_pdl, r->tiny128, r->nobuf, r->floor, r->floor_pdl, r->wrong);
+             r->fused_nopdl, r->chain_nopdl, r->tiny128, r->nobuf, r->floor, r->floor_pdl, r->wrong);
     }
     if (wrong) g_fail++;
   }

@@ -256,7 +256,8 @@ typedef struct mr_cuda_tuning {
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
   int no_tiny;           /* 1: route never takes the one-CTA kernel of tiny.cu */
   int tiny_max_n;        /* T*k bound of tiny.cu: 0 = its default, at most 128 */
-  int decode_pdl;        /* 1: the decode launches (tiny, fused, gate, one-launch sort) with PDL */
+  int decode_pdl;        /* decode launches (tiny, fused, gate, one-launch sort) with PDL: 0 = auto (on
+                            for cc >= 9 unless MOEROUTE_PDL=0), 1 = on, -1 = off */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -284,6 +285,9 @@ void mr_cuda_note_where(const char* file, int line);
 
 /* Multiprocessor count of the current device (cached per device). */
 int mr_cuda_sm_count(void);
+int mr_cuda_cc_major(void); /* compute capability major of the current device (cached) */
+int mr_cuda_no_cluster(void); /* MOEROUTE_CUDA_NO_CLUSTER=1: no cluster kernel (racecheck runs) */
+int mr_cuda_pdl_on(void);   /* the decode launches use PDL (knob decode_pdl, MOEROUTE_PDL, cc >= 9) */
 /* How many clear CTAs of `threads` threads a moe_buf of `bytes` gets (the
  * one-launch paths and the run-1 general path). */
 int mr_cuda_clear_ctas(size_t bytes, int threads);
@@ -350,17 +354,40 @@ __device__ __forceinline__ void mr_pdl_wait(void) {
 #endif
 }
 
-/* The decode launches' programmatic dependent launch (lab knob decode_pdl; off by
- * default): every CTA first waits for the previous launch on the stream (a no-op
- * without the attribute), then lets the next launch start, so that the next
- * call's launch and CTA set-up overlap this call's work. Nothing global is read
- * or written before the wait. */
+/* Kernel parameters live in constant bank 0, a fresh copy per launch: each
+ * 64-byte line is a constant-cache miss at its first use. Deep in a dependent
+ * chain (the sort's output pointers are first read in the emission) each miss
+ * stalls it. One warp that touches every 32 bytes of a parameter at kernel
+ * entry brings the lines in while the other warps load their rows (v5). The
+ * touching warp waits for the loads (a shared store consumes them). */
+template <typename P>
+__device__ __forceinline__ void mr_param_touch(const P& prm) {
+#ifndef MR_NO_PARAM_TOUCH
+  constexpr unsigned W = (unsigned)(sizeof(P) / 4u);
+  const unsigned i = (threadIdx.x & 31u) * 8u;
+  if (i < W) {
+    const unsigned v = reinterpret_cast<const unsigned*>(&prm)[i];
+    /* a use the compilers cannot drop: a store to a lane-private shared word */
+    __shared__ unsigned mr_touch_sink[32];
+    const unsigned at = (unsigned)__cvta_generic_to_shared(&mr_touch_sink[threadIdx.x & 31u]);
+    asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+  }
+#endif
+}
+
+/* The decode launches' programmatic dependent launch (design.md 16; on by default
+ * on sm_90+, MOEROUTE_PDL=0 in the environment or the lab knob decode_pdl = -1
+ * turn it off): every CTA first waits for the previous work on the stream (a
+ * no-op without the attribute), then lets the next launch start, so that a
+ * following PDL launch (the next routing call, or an engine's GEMM that waits
+ * with griddepcontrol.wait) is scheduled while this call runs. Nothing global is
+ * read or written before the wait, so the predecessor may be any kernel. */
 __device__ __forceinline__ void mr_pdl_enter(void) {
   mr_pdl_wait();
   mr_pdl_launch_dependents();
 }
 static inline void mr_decode_pdl(cudaLaunchConfig_t* lc, cudaLaunchAttribute* attr, unsigned* n) {
-  if (!mr_cuda_tune.decode_pdl) return;
+  if (!mr_cuda_pdl_on()) return;
   memset(attr + *n, 0, sizeof *attr);
   attr[*n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr[*n].val.programmaticStreamSerializationAllowed = 1;

@@ -34,6 +34,7 @@
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cuda/common.cuh"
 #include "cuda/large.cuh"
@@ -53,6 +54,48 @@ extern "C" void mr_cuda_note_where(const char* file, int line) {
 
 #define MR_MAX_DEVICES 64
 static int mr_sm_counts[MR_MAX_DEVICES]; /* 0 = not read yet; benign race: every writer writes the same value */
+
+/* Compute capability major of the current device (cached per device; benign race). */
+static int mr_cc_majors[MR_MAX_DEVICES];
+extern "C" int mr_cuda_cc_major(void) {
+  int dev = 0, v = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < MR_MAX_DEVICES && mr_cc_majors[dev] > 0) return mr_cc_majors[dev];
+  if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (dev >= 0 && dev < MR_MAX_DEVICES) mr_cc_majors[dev] = v;
+  return v;
+}
+
+/* PDL for the decode launches: the knob, else MOEROUTE_PDL (read once; "0"
+ * turns it off), and sm_90+ (griddepcontrol). */
+static int mr_pdl_env = -1; /* -1 = not read yet; benign race: every reader stores the same value */
+extern "C" int mr_cuda_pdl_on(void) {
+  if (mr_cuda_tune.decode_pdl != 0) return mr_cuda_tune.decode_pdl > 0;
+  if (mr_pdl_env < 0) {
+    const char* s = getenv("MOEROUTE_PDL");
+    mr_pdl_env = (s != NULL && s[0] == '0' && s[1] == 0) ? 0 : 1;
+  }
+  return mr_pdl_env && mr_cuda_cc_major() >= 9;
+}
+
+/* MOEROUTE_CUDA_NO_CLUSTER=1 (read once): route never takes the cluster kernel
+ * of fused.cu (tiny.cu or the multi-launch path instead). For compute-sanitizer
+ * racecheck, which hangs in that kernel's st.async/mbarrier exchange
+ * (bench/sanitize.sh); not a tuning switch. */
+static int mr_no_cluster_env = -1;
+extern "C" int mr_cuda_no_cluster(void) {
+  if (mr_no_cluster_env < 0) {
+    const char* s = getenv("MOEROUTE_CUDA_NO_CLUSTER");
+    mr_no_cluster_env = (s != NULL && s[0] == '1' && s[1] == 0) ? 1 : 0;
+  }
+  return mr_no_cluster_env;
+}
 
 extern "C" int mr_cuda_sm_count(void) {
   int dev = 0, n = 0;

@@ -111,6 +111,12 @@ __global__ void __launch_bounds__(MR_SORT_THREADS, 1)
   mr_load_lane<W, EPL>(row0, lane, E, ninf, has_row, raw);
   if (KIND != MR_KIND_PACKED)
     mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, E, 0u, has_row && g.bias != NULL, braw);
+  if (warp == MR_WARPS - 1) { /* while its row (if any) loads */
+    mr_param_touch(g);
+    mr_param_touch(o);
+    mr_param_touch(sp);
+    mr_param_touch(fk);
+  }
 
   /* 1. */
   const uint32_t mask_words = sp.E * sp.nw;
@@ -207,6 +213,7 @@ static int mr_fused_plan(const mr_config* cfg, int grouped, int num_groups, mr_f
 }
 
 extern "C" int mr_cuda_fused_fits(const mr_config* cfg) {
+  if (mr_cuda_no_cluster()) return 0;
   mr_fused_layout L;
   const int grouped = cfg->num_groups > 1 && cfg->topk_groups < cfg->num_groups;
   return mr_fused_plan(cfg, grouped, cfg->num_groups, &L);

@@ -517,23 +517,6 @@ __global__ void __launch_bounds__(MR_LT)
 
 #define MR_L_ALIGN(x) (((x) + 255u) & ~(size_t)255u)
 
-/* Compute capability major of the current device (cached per device; benign race). */
-#define MR_L_MAX_DEVICES 64
-static int mr_l_cc[MR_L_MAX_DEVICES];
-static int mr_l_cc_major(void) {
-  int dev = 0, v = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < MR_L_MAX_DEVICES && mr_l_cc[dev] > 0) return mr_l_cc[dev];
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  if (dev >= 0 && dev < MR_L_MAX_DEVICES) mr_l_cc[dev] = v;
-  return v;
-}
 
 /* Fewest chunks that keep every slice at most 2^21 entries (the rank field):
  * ceil(T / S) * k <= 2^21 with S = 8G. At most 128 for T*k < 2^31. */
@@ -631,7 +614,7 @@ static void mr_l_args_init(const mr_config* cfg, const mr_sort_out* o, void* wor
   if (ctas == 0) first = units; /* nothing left for L3 */
   L->first_units = first;
   L->clear_ctas = (uint32_t)ctas;
-  L->clear_bulk = (mr_cuda_tune.clear_engine != 2 && mr_l_cc_major() >= 9) ? 1u : 0u;
+  L->clear_bulk = (mr_cuda_tune.clear_engine != 2 && mr_cuda_cc_major() >= 9) ? 1u : 0u;
 }
 
 /* Launch configuration, with the PDL attribute when asked for. */
@@ -648,7 +631,7 @@ static cudaLaunchConfig_t mr_l_config(unsigned grid, unsigned threads, size_t sm
   return lc;
 }
 
-static int mr_l_pdl(void) { return !mr_cuda_tune.large_no_pdl && mr_l_cc_major() >= 9; }
+static int mr_l_pdl(void) { return !mr_cuda_tune.large_no_pdl && mr_cuda_cc_major() >= 9; }
 
 /* L2 and L3 (shared by route and sort). weights: the fp32 top-k weights that
  * sorted_weights copies (NULL when the layout has none). */

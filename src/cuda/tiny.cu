@@ -187,6 +187,11 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   mr_load_lane<W, EPL>(row0, lane, E, ninf, has_row, raw);
   if (KIND != MR_KIND_PACKED)
     mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, E, 0u, has_row && g.bias != NULL, braw);
+  if (warp == MR_TINY_WARPS - 1) { /* while its row (if any) loads */
+    mr_param_touch(g);
+    mr_param_touch(o);
+    mr_param_touch(tk);
+  }
   if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
     mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
   if (has_row) {
@@ -225,6 +230,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     const uint32_t wb = valid ? sm[MR_TINY_ENT + 2u * lane + 1u] : 0u;
     const uint32_t match = __match_any_sync(MR_FULL_MASK, e);
     const uint32_t cnt = __popc(match), rank = __popc(match & mr_lanemask_lt());
+    MR_STAMP(5);
     uint32_t en = valid ? 1u : 0u, local = e;
     if (has_mask && valid) {
       const uint32_t bw = sm[MR_TINY_BM + (e >> 5)];
@@ -264,6 +270,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     }
   }
   __syncthreads();
+  MR_STAMP(6);
 
   /* 3. padding and block ids, a warp per record */
   const uint32_t nrec = s_nrec;

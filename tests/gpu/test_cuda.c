@@ -55,7 +55,12 @@
  *   --ws-uninit     fresh, never-written workspace per call (for initcheck)
  *   --max-tokens N  skip cases with more than N tokens (shorter sanitizer runs)
  *   --group NAME    one group only; --seed N changes every generated input
+ *   --no-cluster    route never takes the fused cluster kernel
+ *                   (MOEROUTE_CUDA_NO_CLUSTER=1; for racecheck, bench/sanitize.sh)
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#endif
 #include <cuda_runtime_api.h>
 #include <float.h>
 #include <inttypes.h>
@@ -2482,7 +2487,7 @@ static void print_summary(void) {
 static void usage(void) {
   printf(
       "usage: test_cuda [--quick] [--large] [--seed N] [--configs N] [--group NAME] [--max-tokens N]\n"
-      "                 [--exact-allocs] [--ws-uninit] [--allow-unsupported] [--no-misaligned]\n"
+      "                 [--exact-allocs] [--ws-uninit] [--allow-unsupported] [--no-misaligned] [--no-cluster]\n"
       "                 [--max-print N] [-v]\n"
       "groups: graph bad_input special sort_ids engine (with engine_mask) random misaligned large\n");
 }
@@ -2503,6 +2508,8 @@ int main(int argc, char** argv) {
       g_opt.ws_uninit = 1;
     else if (!strcmp(a, "--allow-unsupported"))
       g_opt.allow_unsupported = 1;
+    else if (!strcmp(a, "--no-cluster"))
+      setenv("MOEROUTE_CUDA_NO_CLUSTER", "1", 1); /* read by the library at its first route */
     else if (!strcmp(a, "--no-misaligned"))
       g_opt.no_misaligned = 1;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
