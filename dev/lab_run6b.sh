@@ -24,9 +24,9 @@ echo "tests $((SECONDS-T0)) s" >> $O/env.log
 timeout 90 $B/cuda_check --configs 300 --quick-time > $O/decode_paths.log 2>&1; echo "rc=$?" >> $O/decode_paths.log
 timeout 40 $B/stamp_lab > $O/stamps.log 2>&1; echo "rc=$?" >> $O/stamps.log
 timeout 40 $B/stamp_lab0 > $O/stamps0.log 2>&1; echo "rc=$?" >> $O/stamps0.log
-timeout 60 $MR bench --backend cuda --format csv --models deepseek-r1-softmax,gpt-oss-120b,deepseek-r1,kimi-k2,qwen3-next --tokens 1,2,4,8,12,16 > $O/bench.csv 2> $O/bench.err; echo "rc=$?" >> $O/bench.err
+timeout 100 $MR bench --backend cuda --format csv --models deepseek-r1-softmax,gpt-oss-120b,deepseek-r1,kimi-k2,qwen3-next --tokens 1,2,4,8,12,16 > $O/bench.csv 2> $O/bench.err; echo "rc=$?" >> $O/bench.err
 echo "time $((SECONDS-T0)) s" >> $O/env.log
-timeout 150 compute-sanitizer --tool racecheck --error-exitcode 3 $TC --quick --configs 20 --max-tokens 2048 --no-cluster > $O/race.log 2>&1; echo "rc=$?" >> $O/race.log
+timeout 120 compute-sanitizer --tool racecheck --error-exitcode 3 $TC --quick --configs 20 --max-tokens 2048 --no-cluster > $O/race.log 2>&1; echo "rc=$?" >> $O/race.log
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 tar czf $O/logs.tgz -C $O --exclude logs.tgz . 2>/dev/null
 echo "== tests"; for f in t_quick t_random t_graph; do grep -E "passed, [0-9]+ failed|^rc=|FAIL|FATAL|SKIP" $O/$f.log | head -8; done
