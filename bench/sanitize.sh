@@ -14,7 +14,7 @@
 # detail line (the test's own result, exit status, seconds).
 #
 # Environment:
-#   SANITIZE_TOOLS      tools to run (default "memcheck racecheck synccheck initcheck")
+#   SANITIZE_TOOLS      tools to run (default "memcheck racecheck racecheck_nocluster synccheck initcheck")
 #   SANITIZE_TIMEOUT    seconds per tool (default 150)
 #   SANITIZE_PARALLEL   1 (default): the tools run at the same time, one process each
 #                       (the sanitizers are host-bound; the GPU has room for all four)
@@ -25,7 +25,7 @@ set -u
 
 BUILD_DIR=${1:-build-dev}
 LOG=${2:-${OUT:-.}/sanitize.log}
-TOOLS=${SANITIZE_TOOLS:-memcheck racecheck synccheck initcheck}
+TOOLS=${SANITIZE_TOOLS:-memcheck racecheck racecheck_nocluster synccheck initcheck}
 TIMEOUT_S=${SANITIZE_TIMEOUT:-150}
 PARALLEL=${SANITIZE_PARALLEL:-1}
 BIN=$BUILD_DIR/tests/gpu/test_cuda
@@ -34,14 +34,17 @@ BIN=$BUILD_DIR/tests/gpu/test_cuda
 # an access one element past any buffer is reported (the test's canaries cannot see reads).
 # initcheck also gets a never-written workspace per call. racecheck/synccheck instrument
 # every shared-memory access and barrier: fewer random configurations, T <= 2048.
-# racecheck runs without the fused cluster kernel (--no-cluster): under racecheck that
-# kernel's st.async/mbarrier exchange never completes (seen from run 5 on: the first
-# cluster launch hangs, even at T = 1); memcheck, synccheck and initcheck cover it.
+# racecheck hung from run 5 on (first seen at the first call of the fused cluster kernel,
+# and in lab run 6b also with that kernel off, PDL on): both racecheck runs have
+# MOEROUTE_PDL=0 (no programmatic dependent launch anywhere), one of them also without
+# the cluster kernel (racecheck_nocluster, test_cuda --no-cluster). A name "tool_suffix"
+# runs compute-sanitizer --tool tool. -v: the last case line shows where a timeout hit.
 default_args() {
   case $1 in
     memcheck) echo "--quick --exact-allocs" ;;
     initcheck) echo "--quick --exact-allocs --ws-uninit" ;;
-    racecheck) echo "--quick --configs 20 --max-tokens 2048 --no-cluster" ;;
+    racecheck) echo "--quick --configs 20 --max-tokens 2048 -v" ;;
+    racecheck_nocluster) echo "--quick --configs 20 --max-tokens 2048 --no-cluster -v" ;;
     synccheck) echo "--quick --configs 20 --max-tokens 2048" ;;
     *) echo "--quick" ;;
   esac
@@ -67,12 +70,13 @@ trap 'rm -rf "$TMP"' EXIT
 } > "$LOG"
 
 run_tool() { # tool -> $TMP/tool.log, $TMP/tool.rc, $TMP/tool.sec
-  local tool=$1 var="SANITIZE_ARGS_$1" args
+  local tool=$1 var="SANITIZE_ARGS_$1" args real=${1%%_*} envs=""
   args=${!var:-$(default_args "$tool")}
+  [ "$real" = racecheck ] && envs="MOEROUTE_PDL=0"
   local t0=$SECONDS
-  echo "\$ $CS --tool $tool $(tool_flags "$tool") --error-exitcode 3 $BIN $args" > "$TMP/$tool.log"
+  echo "\$ $envs $CS --tool $real $(tool_flags "$real") --error-exitcode 3 $BIN $args" > "$TMP/$tool.log"
   # shellcheck disable=SC2086,SC2046 # word splitting of the argument lists is wanted
-  timeout -k 10 "$TIMEOUT_S" "$CS" --tool "$tool" $(tool_flags "$tool") --error-exitcode 3 "$BIN" $args \
+  env $envs timeout -k 10 "$TIMEOUT_S" "$CS" --tool "$real" $(tool_flags "$real") --error-exitcode 3 "$BIN" $args \
     >> "$TMP/$tool.log" 2>&1
   echo $? > "$TMP/$tool.rc"
   echo $((SECONDS - t0)) > "$TMP/$tool.sec"
@@ -111,7 +115,8 @@ for tool in $TOOLS; do
   testline=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$TMP/$tool.log" | tail -1)
   skipped=$(grep -m1 '^SKIP:' "$TMP/$tool.log")
   if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-    v="$tool: TIMEOUT after ${TIMEOUT_S} s${summary:+ (last: $summary)}"
+    lastcase=$(grep '^  \[' "$TMP/$tool.log" | tail -1 | cut -c1-160)
+    v="$tool: TIMEOUT after ${TIMEOUT_S} s${summary:+ (last: $summary)}${lastcase:+; last case started:$lastcase}"
     status=1
   elif [ -n "$skipped" ]; then
     v="$tool: NOT RUN (test skipped: ${skipped#SKIP: })"

@@ -256,6 +256,8 @@ typedef struct mr_cuda_tuning {
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
   int no_tiny;           /* 1: route never takes the one-CTA kernel of tiny.cu */
   int tiny_max_n;        /* T*k bound of tiny.cu: 0 = its default, at most 128 */
+  int route_pair;        /* route at decode as the pair gate kernel + one-launch sort: 0 = auto (when PDL
+                            is on and tiny.cu does not take the call), 1 = whenever it fits, -1 = never */
   int decode_pdl;        /* decode launches (tiny, fused, gate, one-launch sort) with PDL: 0 = auto (on
                             for cc >= 9 unless MOEROUTE_PDL=0), 1 = on, -1 = off */
 } mr_cuda_tuning;
@@ -287,7 +289,8 @@ void mr_cuda_note_where(const char* file, int line);
 int mr_cuda_sm_count(void);
 int mr_cuda_cc_major(void); /* compute capability major of the current device (cached) */
 int mr_cuda_no_cluster(void); /* MOEROUTE_CUDA_NO_CLUSTER=1: no cluster kernel (racecheck runs) */
-int mr_cuda_pdl_on(void);   /* the decode launches use PDL (knob decode_pdl, MOEROUTE_PDL, cc >= 9) */
+int mr_cuda_pdl_allowed(void); /* PDL may be used: sm_90+ and MOEROUTE_PDL is not "0" */
+int mr_cuda_pdl_on(void);   /* the decode launches use PDL (knob decode_pdl, else mr_cuda_pdl_allowed) */
 /* How many clear CTAs of `threads` threads a moe_buf of `bytes` gets (the
  * one-launch paths and the run-1 general path). */
 int mr_cuda_clear_ctas(size_t bytes, int threads);
@@ -359,7 +362,8 @@ __device__ __forceinline__ void mr_pdl_wait(void) {
  * chain (the sort's output pointers are first read in the emission) each miss
  * stalls it. One warp that touches every 32 bytes of a parameter at kernel
  * entry brings the lines in while the other warps load their rows (v5). The
- * touching warp waits for the loads (a shared store consumes them). */
+ * touching warp waits for the loads (a compare consumes them). */
+static __device__ unsigned mr_touch_sink; /* never written (mr_param_touch) */
 template <typename P>
 __device__ __forceinline__ void mr_param_touch(const P& prm) {
 #ifndef MR_NO_PARAM_TOUCH
@@ -367,10 +371,10 @@ __device__ __forceinline__ void mr_param_touch(const P& prm) {
   const unsigned i = (threadIdx.x & 31u) * 8u;
   if (i < W) {
     const unsigned v = reinterpret_cast<const unsigned*>(&prm)[i];
-    /* a use the compilers cannot drop: a store to a lane-private shared word */
-    __shared__ unsigned mr_touch_sink[32];
-    const unsigned at = (unsigned)__cvta_generic_to_shared(&mr_touch_sink[threadIdx.x & 31u]);
-    asm volatile("st.shared.u32 [%0], %1;" ::"r"(at), "r"(v) : "memory");
+    /* a use the compilers cannot drop, that never stores (every launch of
+     * ours has a blockDim.x of 128 or 256); no shared memory: a static shared
+     * array would count against the kernels' 48 KB */
+    if (blockDim.x == 7u) asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(&mr_touch_sink), "r"(v) : "memory");
   }
 #endif
 }

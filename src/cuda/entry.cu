@@ -75,13 +75,16 @@ extern "C" int mr_cuda_cc_major(void) {
 /* PDL for the decode launches: the knob, else MOEROUTE_PDL (read once; "0"
  * turns it off), and sm_90+ (griddepcontrol). */
 static int mr_pdl_env = -1; /* -1 = not read yet; benign race: every reader stores the same value */
-extern "C" int mr_cuda_pdl_on(void) {
-  if (mr_cuda_tune.decode_pdl != 0) return mr_cuda_tune.decode_pdl > 0;
+extern "C" int mr_cuda_pdl_allowed(void) {
   if (mr_pdl_env < 0) {
     const char* s = getenv("MOEROUTE_PDL");
     mr_pdl_env = (s != NULL && s[0] == '0' && s[1] == 0) ? 0 : 1;
   }
   return mr_pdl_env && mr_cuda_cc_major() >= 9;
+}
+extern "C" int mr_cuda_pdl_on(void) {
+  if (mr_cuda_tune.decode_pdl != 0) return mr_cuda_tune.decode_pdl > 0;
+  return mr_cuda_pdl_allowed();
 }
 
 /* MOEROUTE_CUDA_NO_CLUSTER=1 (read once): route never takes the cluster kernel
@@ -141,6 +144,26 @@ static int mr_route_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1; /* also the forced-general lab setting: nothing to gate */
   return !mr_cuda_tune.force_general && (mr_cuda_tiny_fits(cfg) || mr_cuda_fused_fits(cfg));
 }
+/* The pair (gate kernel, then the one-launch sort, PDL between them) can run
+ * this route: the one-launch sort fits. Its top-k goes through the caller's
+ * topk buffers or, without them, the workspace. */
+static int mr_route_pair_fits(const mr_config* cfg) {
+  return cfg->num_tokens > 0 && mr_cuda_small_sort_fits(cfg);
+}
+/* Route at decode, which kernels (perf-log v5, lab run 6b, kernel metric with
+ * PDL on): tiny.cu where it takes the call (one launch, fastest there); else
+ * the pair, which measured 0.96 - 0.99x the cluster kernel's time at T = 4..16
+ * for every preset and 0.94 - 1.00x at T = 1 for the fp32-key kinds (its gate
+ * kernel spreads the rows over SMs and PDL hides the second launch); the
+ * cluster kernel of fused.cu when PDL is off (there it is 1.03 - 1.24x faster
+ * than the pair). */
+static int mr_route_use_pair(const mr_config* cfg) {
+  if (!mr_route_pair_fits(cfg) || mr_cuda_tune.force_general || mr_cuda_tune.fused_cluster > 0 ||
+      mr_cuda_tune.route_pair < 0)
+    return 0;
+  if (mr_cuda_tune.route_pair > 0) return 1;
+  return mr_cuda_pdl_on();
+}
 static int mr_sort_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1;
   return !mr_cuda_tune.force_general && mr_cuda_small_sort_fits(cfg);
@@ -152,10 +175,15 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
   const size_t entries = (size_t)cfg->num_tokens * (size_t)cfg->top_k;
   switch (op) {
     case MOEROUTE_OP_ROUTE:
-      if (mr_route_one_launch(cfg)) return 0;
+    { /* the pair's top-k: reserved whenever the pair fits, whether or not it is
+       * chosen (the size must not depend on PDL, knobs or optional outputs) */
+      const size_t pair = mr_route_pair_fits(cfg) ? MR_ALIGN256(entries * 4u) * 2u : 0u;
+      if (mr_route_one_launch(cfg)) return pair;
       /* the top-k between gating and sorting, always reserved (the size must
        * not depend on which optional outputs the caller passes) */
-      return mr_cuda_general_sort_workspace(cfg) + MR_ALIGN256(entries * 4u) * 2u;
+      const size_t general = mr_cuda_general_sort_workspace(cfg) + MR_ALIGN256(entries * 4u) * 2u;
+      return general > pair ? general : pair;
+    }
     case MOEROUTE_OP_SORT:
       return mr_sort_one_launch(cfg) ? 0 : mr_cuda_general_sort_workspace(cfg);
     case MOEROUTE_OP_GATE:
@@ -238,7 +266,16 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_cuda_gate_args_init(&cfg, buffers->logits, buffers->bias, &ga);
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   cudaError_t err;
-  if (mr_route_one_launch(&cfg)) {
+  if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_tiny_takes(&cfg, &ga)) {
+    err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
+  } else if (mr_route_use_pair(&cfg)) {
+    /* the caller's top-k buffers, else the workspace (mr_cuda_workspace_needed) */
+    const size_t half = MR_ALIGN256((size_t)cfg.num_tokens * (size_t)cfg.top_k * 4u);
+    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
+    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
+    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_small_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
+  } else if (mr_route_one_launch(&cfg)) {
     if (mr_cuda_tiny_takes(&cfg, &ga))
       err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
     else

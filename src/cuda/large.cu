@@ -631,7 +631,7 @@ static cudaLaunchConfig_t mr_l_config(unsigned grid, unsigned threads, size_t sm
   return lc;
 }
 
-static int mr_l_pdl(void) { return !mr_cuda_tune.large_no_pdl && mr_cuda_cc_major() >= 9; }
+static int mr_l_pdl(void) { return !mr_cuda_tune.large_no_pdl && mr_cuda_pdl_allowed(); }
 
 /* L2 and L3 (shared by route and sort). weights: the fp32 top-k weights that
  * sorted_weights copies (NULL when the layout has none). */
