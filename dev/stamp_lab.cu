@@ -191,6 +191,14 @@ int main(void) {
     b.sorted_expert_ids = (int32_t*)d[4];
     b.num_valid_ids = (int32_t*)d[5];
     b.moe_buf = dm;
+    size_t wr = 0, wsort = 0;
+    moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, &p, &wr);
+    moeroute_cuda_workspace_size(MOEROUTE_OP_SORT, &p, &wsort);
+    if (wsort > wr) wr = wsort;
+    void* dws = NULL;
+    if (wr) CK(cudaMalloc(&dws, wr));
+    b.workspace = dws;
+    b.workspace_bytes = wr;
     static const int vop[6] = {0, 1, 2, 0, 1, 0}, vwarm[6] = {1, 1, 1, 0, 0, 4};
     for (int v = 0; v < 6; ++v) {
       const int op = vop[v], warm = vwarm[v];
@@ -275,6 +283,7 @@ int main(void) {
     cudaFree(dl);
     cudaFree(db);
     cudaFree(dm);
+    if (dws) cudaFree(dws);
     for (int i = 0; i < 6; ++i) cudaFree(d[i]);
   }
   return 0;

@@ -140,9 +140,12 @@ static int mr_cuda_has_kernel(moeroute_op op, const mr_config* cfg) {
   return mr_cuda_epl_bucket(cfg->num_experts) != 0 && mr_cuda_dtype_supported(cfg->dtype);
 }
 
+/* Route needs no general-path workspace: T = 0, or the cluster kernel fits
+ * (tiny.cu takes only some of the calls it fits, and the general path is the
+ * fallback of the others, so it does not count here). */
 static int mr_route_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1; /* also the forced-general lab setting: nothing to gate */
-  return !mr_cuda_tune.force_general && (mr_cuda_tiny_fits(cfg) || mr_cuda_fused_fits(cfg));
+  return !mr_cuda_tune.force_general && mr_cuda_fused_fits(cfg);
 }
 /* The pair (gate kernel, then the one-launch sort, PDL between them) can run
  * this route: the one-launch sort fits. Its top-k goes through the caller's
@@ -276,15 +279,12 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) err = mr_cuda_launch_small_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
   } else if (mr_route_one_launch(&cfg)) {
-    if (mr_cuda_tiny_takes(&cfg, &ga))
-      err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
-    else
-      err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
+    err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else {
     /* general: the large path (large.cu: gate+rank, scan, place) without a
-     * moe_buf, else the run-1 chain, gate kernel + general sort (also whenever
-     * the large path's first launch would exceed 48 KB of shared memory);
-     * mr_cuda_large_v1 in common.cuh */
+     * moe_buf below T = 16384, else the chain, gate kernel + general sort (also
+     * whenever the large path's first launch would exceed 48 KB of shared
+     * memory); mr_l_route_as_chain in large.cu */
     err = mr_cuda_launch_large_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
   }
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);

@@ -719,6 +719,22 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
   return cudaErrorInvalidConfiguration; /* unreachable: the dispatch checked the list */
 }
 
+/* Route above the one-launch bounds: the chain (gate kernel, then the general
+ * sort) instead of large.cu's gate+rank launch when mr_cuda_large_v1 says so
+ * (a moe_buf to clear) and, without a moe_buf, from T = MR_L_CHAIN_MIN_T on:
+ * there the gate kernel's occupancy (up to 64 CTAs per SM) beats the combined
+ * gate+rank launch. Measured (bench/results/run6, kernel metric, no moe_buf,
+ * route / chain): DeepSeek-R1 softmax 29.6 / 27.8 us at T = 16384, 91.4 / 82.2
+ * at 65536; GPT-OSS 19.3 / 18.6, 51.2 / 46.5; Qwen3-Next 46.8 / 45.0, 164 / 143;
+ * Kimi-K2 72.3 / 74.0, 274 / 258. Below it large.cu is faster for most presets
+ * (Kimi-K2 18.1 / 20.2 at 2048) though not all (DeepSeek-R1 softmax 12.1 / 11.4
+ * at 1024). */
+#define MR_L_CHAIN_MIN_T 16384
+static int mr_l_route_as_chain(const mr_config* cfg, const mr_sort_out* o) {
+  if (mr_cuda_large_v1(o->moe_buf_bytes)) return 1;
+  return mr_cuda_tune.general_v1 == 0 && cfg->num_tokens >= MR_L_CHAIN_MIN_T;
+}
+
 extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                                   int32_t* topk_ids, float* topk_weights, void* workspace,
                                                   cudaStream_t stream) {
@@ -726,8 +742,8 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   unsigned char* w = (unsigned char*)workspace;
   const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
   const size_t smem = mr_l_route_smem(cfg, a);
-  if (mr_cuda_large_v1(o->moe_buf_bytes) || smem > MR_L_SMEM_MAX) {
-    /* the run-1 chain: gate into the caller's top-k outputs or the workspace, then sort */
+  if (mr_l_route_as_chain(cfg, o) || smem > MR_L_SMEM_MAX) {
+    /* the chain: gate into the caller's top-k outputs or the workspace, then sort */
     int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
     float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
     /* moe_buf: the gate launch's first CTAs clear 5/8 of it under the gating,

@@ -1850,6 +1850,29 @@ static void group_engine(void) {
       }
 }
 
+/* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
+ * tiny.cu, large.cu): tiny.cu (T*k <= 32 and T*E <= 512, packed rows), the pair
+ * / one-launch sort (T*k <= 1024, E * ceil(T*k/32) <= 6144), and the chain
+ * for route without moe_buf (T >= 16384). */
+static void group_thresholds(void) {
+  static const struct {
+    const char* shape;
+    int64_t T;
+    int nobuf;
+  } C[] = {{"mixtral", 16, 0},      {"mixtral", 17, 0},      {"gpt-oss-120b", 4, 0},  {"gpt-oss-120b", 5, 1},
+           {"qwen3", 4, 1},         {"qwen3", 5, 0},         {"qwen3", 128, 0},       {"qwen3", 129, 1},
+           {"e1024", 24, 0},        {"e1024", 25, 1},        {"deepseek-r1", 16383, 1}, {"deepseek-r1", 16384, 1},
+           {"gpt-oss-120b", 16383, 1}, {"gpt-oss-120b", 16384, 1}, {"qwen3-next", 16384, 0}};
+  uint64_t idx = 0;
+  for (int i = 0; i < NUM(C); i++) {
+    if (too_large(C[i].T)) continue;
+    tcase tc;
+    engine_config(&tc, shape_by_name(C[i].shape), C[i].T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
+    if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
+    run_case_timed(&tc, "thresholds", 0);
+  }
+}
+
 static void group_large(void) {
   int ns = NUM(ENGINE_SHAPES);
   uint64_t idx = 0;
@@ -2489,7 +2512,7 @@ static void usage(void) {
       "usage: test_cuda [--quick] [--large] [--seed N] [--configs N] [--group NAME] [--max-tokens N]\n"
       "                 [--exact-allocs] [--ws-uninit] [--allow-unsupported] [--no-misaligned] [--no-cluster]\n"
       "                 [--max-print N] [-v]\n"
-      "groups: graph bad_input special sort_ids engine (with engine_mask) random misaligned large\n");
+      "groups: graph bad_input special sort_ids engine (with engine_mask) random thresholds misaligned large\n");
 }
 
 int main(int argc, char** argv) {
@@ -2560,6 +2583,7 @@ int main(int argc, char** argv) {
   if (want_group("sort_ids")) group_sort_ids();
   if (want_group("engine") || want_group("engine_mask")) group_engine();
   if (want_group("random")) group_random();
+  if (!g_opt.quick && want_group("thresholds")) group_thresholds();
   if (g_opt.large && want_group("large")) group_large();
   /* last: a fault here (an alignment assumption) must not hide the rest */
   if (!g_opt.no_misaligned && want_group("misaligned")) group_misaligned();
