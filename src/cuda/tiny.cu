@@ -321,6 +321,17 @@ static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t*
  * slower than the cluster kernel already at T = 1 (grouped DeepSeek-R1 7.0 us
  * against 6.4 in v3). */
 extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
+  /* Run 6 (bench/results/run6, kernel metric, tiny.cu against the pair of
+   * gate kernel + one-launch sort): tiny.cu wins by 1.01 - 1.26x while every
+   * warp gates at most one row (T <= 8) and the warps emit at most two records
+   * each (min(T*k, E) <= 16 distinct experts); beyond, it lost: Mixtral T = 12,
+   * 16 (two rows per warp) 0.86 - 0.89x, Qwen3-235B and OLMoE at T = 4 (32
+   * entries, up to 32 records, ~900 cycles each) 0.94 - 0.95x. */
+  if (mr_cuda_tune.tiny_max_n <= 0) {
+    const int64_t n = cfg->num_tokens * cfg->top_k;
+    const int64_t rec = n < cfg->num_experts ? n : cfg->num_experts;
+    if (cfg->num_tokens > MR_TINY_WARPS || rec > 16) return 0;
+  }
   return mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && mr_cuda_tiny_fits(cfg);
 }
 
