@@ -36,7 +36,7 @@ def main(argv):
         for r in rows:
             T = int(r["T"])
             s = series[r["model"]]
-            s["fused" + tag].append((T, num(r, "fused_kernel_us")))
+            s["route (auto)" + tag].append((T, num(r, "fused_kernel_us")))
             s["chain" + tag].append((T, num(r, "chain_kernel_us")))
             if not tag:
                 s["sort only"].append((T, num(r, "sort_kernel_us")))
@@ -45,8 +45,10 @@ def main(argv):
 
     with open(md, "w") as f:
         f.write("# Routing time against T (kernel metric, us per call)\n\n")
-        f.write("| model | T | fused | chain | sort only | fused +moe_buf | chain +moe_buf | memset alone | "
-                "fused+buf / memset |\n|---|---|---|---|---|---|---|---|---|\n")
+        f.write("route (auto) = moeroute_cuda_route, the path it picks (docs/design.md 18-19); chain = "
+                "moeroute_cuda_gate then moeroute_cuda_sort; sort only = moeroute_cuda_sort from a top-k.\n\n")
+        f.write("| model | T | route (auto) | chain | sort only | route +moe_buf | chain +moe_buf | memset alone | "
+                "route+buf / memset |\n|---|---|---|---|---|---|---|---|---|\n")
         idx = {(r["model"], int(r["T"])): r for r in buf}
         for r in nobuf:
             b = idx.get((r["model"], int(r["T"])), {})
@@ -67,7 +69,7 @@ def main(argv):
     cols = 2
     rows = (n + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(12, 4.2 * rows), squeeze=False)
-    styles = {"fused": "-o", "chain": "-s", "sort only": ":^", "fused +moe_buf": "--o",
+    styles = {"route (auto)": "-o", "chain": "-s", "sort only": ":^", "route (auto) +moe_buf": "--o",
               "chain +moe_buf": "--s", "memset alone": "-.x"}
     for i, m in enumerate(models):
         ax = axes[i // cols][i % cols]
@@ -84,7 +86,7 @@ def main(argv):
         ax.legend(fontsize=7)
     for j in range(n, rows * cols):
         axes[j // cols][j % cols].axis("off")
-    fig.suptitle("moeroute on H200: routing time against T (U=32, bf16)")
+    fig.suptitle("moeroute on H200: routing time against T (U=32, each preset's logits dtype)")
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     return 0
