@@ -35,6 +35,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda/common.cuh"
 #include "cuda/large.cuh"
@@ -53,67 +54,58 @@ extern "C" void mr_cuda_note_where(const char* file, int line) {
 }
 
 #define MR_MAX_DEVICES 64
-static int mr_sm_counts[MR_MAX_DEVICES]; /* 0 = not read yet; benign race: every writer writes the same value */
 
-/* Compute capability major of the current device (cached per device; benign race). */
-static int mr_cc_majors[MR_MAX_DEVICES];
-extern "C" int mr_cuda_cc_major(void) {
+/* A device attribute of the current device, cached per device (0 = not read
+ * yet; benign race: every writer writes the same value); `fallback` when there
+ * is no device or the query fails (not cached). */
+static int mr_device_attr(int* cache, cudaDeviceAttr attr, int fallback) {
   int dev = 0, v = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
     (void)cudaGetLastError();
-    return 0;
+    return fallback;
   }
-  if (dev >= 0 && dev < MR_MAX_DEVICES && mr_cc_majors[dev] > 0) return mr_cc_majors[dev];
-  if (cudaDeviceGetAttribute(&v, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) {
+  if (dev >= 0 && dev < MR_MAX_DEVICES && cache[dev] > 0) return cache[dev];
+  if (cudaDeviceGetAttribute(&v, attr, dev) != cudaSuccess || v < 1) {
     (void)cudaGetLastError();
-    return 0;
+    return fallback;
   }
-  if (dev >= 0 && dev < MR_MAX_DEVICES) mr_cc_majors[dev] = v;
+  if (dev >= 0 && dev < MR_MAX_DEVICES) cache[dev] = v;
   return v;
 }
 
-/* PDL for the decode launches: the knob, else MOEROUTE_PDL (read once; "0"
- * turns it off), and sm_90+ (griddepcontrol). */
-static int mr_pdl_env = -1; /* -1 = not read yet; benign race: every reader stores the same value */
-extern "C" int mr_cuda_pdl_allowed(void) {
-  if (mr_pdl_env < 0) {
-    const char* s = getenv("MOEROUTE_PDL");
-    mr_pdl_env = (s != NULL && s[0] == '0' && s[1] == 0) ? 0 : 1;
+static int mr_cc_majors[MR_MAX_DEVICES];
+extern "C" int mr_cuda_cc_major(void) { return mr_device_attr(mr_cc_majors, cudaDevAttrComputeCapabilityMajor, 0); }
+
+static int mr_sm_counts[MR_MAX_DEVICES];
+extern "C" int mr_cuda_sm_count(void) { return mr_device_attr(mr_sm_counts, cudaDevAttrMultiProcessorCount, 132); }
+
+/* An environment switch, read once (*cache: -1 = not read yet; benign race):
+ * 1 when the variable is exactly `on`. */
+static int mr_env_is(const char* name, const char* on, int* cache) {
+  if (*cache < 0) {
+    const char* s = getenv(name);
+    *cache = (s != NULL && strcmp(s, on) == 0) ? 1 : 0;
   }
-  return mr_pdl_env && mr_cuda_cc_major() >= 9;
+  return *cache;
+}
+
+/* PDL for the decode launches: the knob, else MOEROUTE_PDL ("0" turns it off),
+ * and sm_90+ (griddepcontrol). */
+static int mr_pdl_off_env = -1;
+extern "C" int mr_cuda_pdl_allowed(void) {
+  return !mr_env_is("MOEROUTE_PDL", "0", &mr_pdl_off_env) && mr_cuda_cc_major() >= 9;
 }
 extern "C" int mr_cuda_pdl_on(void) {
   if (mr_cuda_tune.decode_pdl != 0) return mr_cuda_tune.decode_pdl > 0;
   return mr_cuda_pdl_allowed();
 }
 
-/* MOEROUTE_CUDA_NO_CLUSTER=1 (read once): route never takes the cluster kernel
- * of fused.cu (tiny.cu or the multi-launch path instead). For compute-sanitizer
+/* MOEROUTE_CUDA_NO_CLUSTER=1: route never takes the cluster kernel of fused.cu
+ * (tiny.cu, the pair or the multi-launch path instead). For compute-sanitizer
  * racecheck, which hangs in that kernel's st.async/mbarrier exchange
  * (bench/sanitize.sh); not a tuning switch. */
 static int mr_no_cluster_env = -1;
-extern "C" int mr_cuda_no_cluster(void) {
-  if (mr_no_cluster_env < 0) {
-    const char* s = getenv("MOEROUTE_CUDA_NO_CLUSTER");
-    mr_no_cluster_env = (s != NULL && s[0] == '1' && s[1] == 0) ? 1 : 0;
-  }
-  return mr_no_cluster_env;
-}
-
-extern "C" int mr_cuda_sm_count(void) {
-  int dev = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 132;
-  }
-  if (dev >= 0 && dev < MR_MAX_DEVICES && mr_sm_counts[dev] > 0) return mr_sm_counts[dev];
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) {
-    (void)cudaGetLastError();
-    n = 132;
-  }
-  if (dev >= 0 && dev < MR_MAX_DEVICES) mr_sm_counts[dev] = n;
-  return n;
-}
+extern "C" int mr_cuda_no_cluster(void) { return mr_env_is("MOEROUTE_CUDA_NO_CLUSTER", "1", &mr_no_cluster_env); }
 
 extern "C" int mr_cuda_clear_ctas(size_t bytes, int threads) {
   if (bytes == 0) return 0;
