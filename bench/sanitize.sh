@@ -14,7 +14,7 @@
 # detail line (the test's own result, exit status, seconds).
 #
 # Environment:
-#   SANITIZE_TOOLS      tools to run (default "memcheck racecheck racecheck_nocluster synccheck initcheck")
+#   SANITIZE_TOOLS      tools to run (default "memcheck memcheck_nopdl racecheck_nocluster synccheck synccheck_nopdl initcheck")
 #   SANITIZE_TIMEOUT    seconds per tool (default 150)
 #   SANITIZE_PARALLEL   1 (default): the tools run at the same time, one process each
 #                       (the sanitizers are host-bound; the GPU has room for all four)
@@ -25,7 +25,7 @@ set -u
 
 BUILD_DIR=${1:-build-dev}
 LOG=${2:-${OUT:-.}/sanitize.log}
-TOOLS=${SANITIZE_TOOLS:-memcheck racecheck racecheck_nocluster synccheck initcheck}
+TOOLS=${SANITIZE_TOOLS:-memcheck memcheck_nopdl racecheck_nocluster synccheck synccheck_nopdl initcheck}
 TIMEOUT_S=${SANITIZE_TIMEOUT:-150}
 PARALLEL=${SANITIZE_PARALLEL:-1}
 BIN=$BUILD_DIR/tests/gpu/test_cuda
@@ -34,16 +34,20 @@ BIN=$BUILD_DIR/tests/gpu/test_cuda
 # an access one element past any buffer is reported (the test's canaries cannot see reads).
 # initcheck also gets a never-written workspace per call. racecheck/synccheck instrument
 # every shared-memory access and barrier: fewer random configurations, T <= 2048.
-# racecheck hung from run 5 on (first seen at the first call of the fused cluster kernel,
-# and in lab run 6b also with that kernel off, PDL on): both racecheck runs have
-# MOEROUTE_PDL=0 (no programmatic dependent launch anywhere), one of them also without
-# the cluster kernel (racecheck_nocluster, test_cuda --no-cluster). A name "tool_suffix"
+# racecheck hangs in route's cluster kernel (its st.async/mbarrier exchange; isolated in
+# run 7: with PDL on and that kernel off it is clean, with the kernel it hangs at the first
+# launch), so the default racecheck run is racecheck_nocluster (test_cuda --no-cluster);
+# "racecheck" (with the kernel) stays available by name. The racecheck runs have
+# MOEROUTE_PDL=0. The default dispatch takes the cluster kernel only without PDL, so
+# memcheck_nopdl and synccheck_nopdl (test_cuda --no-pdl) cover it. A name "tool_suffix"
 # runs compute-sanitizer --tool tool. -v: the last case line shows where a timeout hit.
 default_args() {
   case $1 in
     memcheck) echo "--quick --exact-allocs" ;;
     initcheck) echo "--quick --exact-allocs --ws-uninit" ;;
     racecheck) echo "--quick --configs 20 --max-tokens 2048 -v" ;;
+    memcheck_nopdl) echo "--quick --exact-allocs --no-pdl" ;;
+    synccheck_nopdl) echo "--quick --configs 20 --max-tokens 2048 --no-pdl" ;;
     racecheck_nocluster) echo "--quick --configs 20 --max-tokens 2048 --no-cluster -v" ;;
     synccheck) echo "--quick --configs 20 --max-tokens 2048" ;;
     *) echo "--quick" ;;

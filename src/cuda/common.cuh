@@ -258,8 +258,9 @@ typedef struct mr_cuda_tuning {
   int tiny_max_n;        /* T*k bound of tiny.cu: 0 = its default, at most 128 */
   int route_pair;        /* route at decode as the pair gate kernel + one-launch sort: 0 = auto (when PDL
                             is on and tiny.cu does not take the call), 1 = whenever it fits, -1 = never */
-  int decode_pdl;        /* decode launches (tiny, fused, gate, one-launch sort) with PDL: 0 = auto (on
-                            for cc >= 9 unless MOEROUTE_PDL=0), 1 = on, -1 = off */
+  int decode_pdl;        /* the launches of tiny.cu, fused.cu, the gate kernel (at every T) and the
+                            one-launch sort with PDL: 0 = auto (on for cc >= 9 unless MOEROUTE_PDL=0),
+                            1 = on, -1 = off */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -3,33 +3,34 @@
  * host, check the specialisation list, pick a path, launch, check every
  * launch.
  *
- * Paths (thresholds: see dev/cuda-notes.md for the measurements):
+ * Paths (docs/design.md 17-19; the measurements in docs/perf-log.md v5):
  *
- *   route  1 <= T, T*k <= 32, T*E <= 512,        one launch, one routing CTA and a
- *          16-bit softmax without bias or groups     one-warp sort (tiny.cu)
- *          T*k <= 1024 and E*ceil(T*k/32) <= 6144   one launch (fused.cu)
- *          otherwise                                  the large path (large.cu,
- *                                                     dev/large-notes.md): gate+rank,
- *                                                     scan, place+clear: 3 launches
- *                                                     chained by PDL, moe_buf cleared
- *                                                     underneath. Grouped selection
- *                                                     with E > 768 (first launch over
- *                                                     48 KB of shared memory), or
- *                                                     a moe_buf to clear
- *                                                     (mr_cuda_large_v1, measured):
- *                                                     gate kernel, then the run-1
- *                                                     general sort
+ *   route  16-bit softmax rows without bias or groups,  one launch: one routing CTA and
+ *          1 <= T <= 8, T*k <= 32, T*E <= 512 and       a one-warp sort (tiny.cu)
+ *          min(T*k, E) <= 16
+ *          else T*k <= 1024 and E*ceil(T*k/32) <= 6144:
+ *            with PDL (default on sm_90+)               the pair: gate kernel, then the
+ *                                                       one-launch sort (2 launches)
+ *            without PDL                                one cluster launch (fused.cu)
+ *          otherwise, without a moe_buf, T < 16384      the large path (large.cu,
+ *                                                       dev/large-notes.md): gate+rank,
+ *                                                       scan, place: 3 launches chained
+ *                                                       by PDL
+ *          otherwise (a moe_buf, T >= 16384, or a       the chain: gate kernel (clearing
+ *          first large.cu launch over 48 KB)            5/8 of moe_buf), then the general
+ *                                                       sort (the rest)
  *   gate   any T                                     gate kernel (or nothing at T = 0)
- *   sort   same bound as route                       one launch (sort.cu)
+ *   sort   same bound as the pair                    one launch (sort.cu)
  *          otherwise                                  the large path (rank, scan,
  *                                                     place; 3 launches) without a
  *                                                     moe_buf, the run-1 general sort
  *                                                     with one (mr_cuda_large_v1)
  *
  * Every launch is asynchronous on the caller's stream, allocates nothing, reads
- * nothing back, and is graph-capturable (cudaLaunchKernelEx with at most a
- * cluster or a programmatic-stream-serialization attribute; no
- * cudaFuncSetAttribute, no memset on another stream).
+ * nothing back, and is graph-capturable (cudaLaunchKernelEx with a cluster and/or
+ * a programmatic-stream-serialization attribute; no cudaFuncSetAttribute, no
+ * memset on another stream). Every kernel waits (griddepcontrol.wait) before it
+ * touches global memory, so a PDL launch is safe after any predecessor.
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -270,6 +271,10 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) err = mr_cuda_launch_small_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
+  } else if (cfg.num_tokens == 0 && mr_cuda_no_cluster()) {
+    /* nothing to gate: the one-launch sort of zero entries clears moe_buf and
+     * writes the totals (as sort does at T = 0) */
+    err = mr_cuda_launch_small_sort(&cfg, &so, NULL, NULL, s);
   } else if (mr_route_one_launch(&cfg)) {
     err = mr_cuda_launch_fused_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else {

@@ -405,16 +405,17 @@ __device__ __forceinline__ bool mr_top_trunc(const uint32_t* key, int k, uint32_
   for (int r = 0; r < EPL; ++r) t[r] = (key[r] & ~M) | (M - (e0 + (uint32_t)r));
   uint32_t top[L];
   mr_warp_top<uint32_t, EPL, L>(t, top);
+  const uint32_t mine = mr_top_of_lane<uint32_t, L>(top, lane);
+  /* H, the k-th pick's bucket, by a shuffle from lane k - 1 (a select over top[]
+   * with the run-time k put top[] in local memory) */
+  const uint32_t H = __shfl_sync(MR_FULL_MASK, mine, k - 1) >> IB;
   bool pair = false; /* two picks share a bucket: their order needs the exact keys */
-  uint32_t H = 0u, need = 0u;
+  uint32_t need = 0u;
 #pragma unroll
   for (int i = 0; i < L; ++i) {
     if (i + 1 < L && i + 1 < k && (top[i] >> IB) == (top[i + 1] >> IB)) pair = true;
-    H = i == k - 1 ? top[i] >> IB : H;
+    need += (i < k && (top[i] >> IB) == H) ? 1u : 0u;
   }
-#pragma unroll
-  for (int i = 0; i < L; ++i) need += (i < k && (top[i] >> IB) == H) ? 1u : 0u;
-  const uint32_t mine = mr_top_of_lane<uint32_t, L>(top, lane);
   uint32_t my_id = M - (mine & M);
   /* the exact key of my pick, from its lane */
   const uint32_t owner = my_id / (uint32_t)EPL, rr = my_id % (uint32_t)EPL;

@@ -57,6 +57,8 @@
  *   --group NAME    one group only; --seed N changes every generated input
  *   --no-cluster    route never takes the fused cluster kernel
  *                   (MOEROUTE_CUDA_NO_CLUSTER=1; for racecheck, bench/sanitize.sh)
+ *   --no-pdl        no programmatic dependent launch (MOEROUTE_PDL=0); route then
+ *                   takes the cluster kernel where the pair would run
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* setenv */
@@ -1851,26 +1853,34 @@ static void group_engine(void) {
 }
 
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
- * tiny.cu, large.cu): tiny.cu (T*k <= 32 and T*E <= 512, packed rows), the pair
- * / one-launch sort (T*k <= 1024, E * ceil(T*k/32) <= 6144), and the chain
- * for route without moe_buf (T >= 16384). */
+ * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
+ * mask, moe_buf): tiny.cu's bounds (T <= 8; min(T*k, E) <= 16 distinct experts;
+ * T*E <= 512), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
+ * 6144), and the chain for route without moe_buf (T >= 16384). */
 static void group_thresholds(void) {
   static const struct {
     const char* shape;
-    int64_t T;
+    int64_t T; /* the lower side; the upper is T + 1 */
     int nobuf;
-  } C[] = {{"mixtral", 16, 0},      {"mixtral", 17, 0},      {"gpt-oss-120b", 4, 0},  {"gpt-oss-120b", 5, 1},
-           {"qwen3", 4, 1},         {"qwen3", 5, 0},         {"qwen3", 128, 0},       {"qwen3", 129, 1},
-           {"e1024", 24, 0},        {"e1024", 25, 1},        {"deepseek-r1", 16383, 1}, {"deepseek-r1", 16384, 1},
-           {"gpt-oss-120b", 16383, 1}, {"gpt-oss-120b", 16384, 1}, {"qwen3-next", 16384, 0}};
+  } C[] = {
+      {"mixtral", 8, 0},          /* T <= 8 (E = 8: at most 8 experts either way) */
+      {"qwen3", 2, 1},            /* 16 entries -> 24 distinct-expert bound (E = 128, k = 8) */
+      {"gpt-oss-120b", 4, 0},     /* T*E 512 -> 640 (and 16 -> 20 experts: no engine shape isolates T*E) */
+      {"qwen3", 128, 1},          /* T*k 1024 -> 1032 */
+      {"e1024", 24, 0},           /* E * ceil(T*k/32) 6144 -> 7168 */
+      {"deepseek-r1", 16383, 1},  /* route without moe_buf: large.cu -> the chain */
+      {"gpt-oss-120b", 16383, 1},
+  };
   uint64_t idx = 0;
-  for (int i = 0; i < NUM(C); i++) {
-    if (too_large(C[i].T)) continue;
-    tcase tc;
-    engine_config(&tc, shape_by_name(C[i].shape), C[i].T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
-    if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
-    run_case_timed(&tc, "thresholds", 0);
-  }
+  for (int i = 0; i < NUM(C); i++)
+    for (int side = 0; side < 2; side++) {
+      const int64_t T = C[i].T + side;
+      if (too_large(T)) continue;
+      tcase tc;
+      engine_config(&tc, shape_by_name(C[i].shape), T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
+      if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
+      run_case_timed(&tc, "thresholds", 0);
+    }
 }
 
 static void group_large(void) {
@@ -2510,7 +2520,7 @@ static void print_summary(void) {
 static void usage(void) {
   printf(
       "usage: test_cuda [--quick] [--large] [--seed N] [--configs N] [--group NAME] [--max-tokens N]\n"
-      "                 [--exact-allocs] [--ws-uninit] [--allow-unsupported] [--no-misaligned] [--no-cluster]\n"
+      "                 [--exact-allocs] [--ws-uninit] [--allow-unsupported] [--no-misaligned] [--no-cluster] [--no-pdl]\n"
       "                 [--max-print N] [-v]\n"
       "groups: graph bad_input special sort_ids engine (with engine_mask) random thresholds misaligned large\n");
 }
@@ -2533,6 +2543,8 @@ int main(int argc, char** argv) {
       g_opt.allow_unsupported = 1;
     else if (!strcmp(a, "--no-cluster"))
       setenv("MOEROUTE_CUDA_NO_CLUSTER", "1", 1); /* read by the library at its first route */
+    else if (!strcmp(a, "--no-pdl"))
+      setenv("MOEROUTE_PDL", "0", 1); /* read by the library at its first launch */
     else if (!strcmp(a, "--no-misaligned"))
       g_opt.no_misaligned = 1;
     else if (!strcmp(a, "-v") || !strcmp(a, "--verbose"))
