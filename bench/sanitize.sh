@@ -14,18 +14,20 @@
 # detail line (the test's own result, exit status, seconds).
 #
 # Environment:
-#   SANITIZE_TOOLS      tools to run (default "memcheck memcheck_nopdl racecheck_nocluster synccheck synccheck_nopdl initcheck")
+#   SANITIZE_TOOLS      tools to run (default "memcheck memcheck_nopdl racecheck_nocluster racecheck_pdl
+#                       synccheck synccheck_nopdl initcheck")
 #   SANITIZE_TIMEOUT    seconds per tool (default 150)
 #   SANITIZE_PARALLEL   1 (default): the tools run at the same time, one process each
-#                       (the sanitizers are host-bound; the GPU has room for all four)
+#                       (the sanitizers are host-bound; the GPU has room for all of them)
 #   SANITIZE_ARGS_<tool> test_cuda arguments for one tool, replacing the defaults below
+#                       (including a suffix's --no-pdl / --no-cluster: repeat them there)
 #   COMPUTE_SANITIZER   path of compute-sanitizer (default: PATH, then /usr/local/cuda/bin)
 # Exit status: 0 when every tool ran and reported 0 errors, else 1.
 set -u
 
 BUILD_DIR=${1:-build-dev}
 LOG=${2:-${OUT:-.}/sanitize.log}
-TOOLS=${SANITIZE_TOOLS:-memcheck memcheck_nopdl racecheck_nocluster synccheck synccheck_nopdl initcheck}
+TOOLS=${SANITIZE_TOOLS:-memcheck memcheck_nopdl racecheck_nocluster racecheck_pdl synccheck synccheck_nopdl initcheck}
 TIMEOUT_S=${SANITIZE_TIMEOUT:-150}
 PARALLEL=${SANITIZE_PARALLEL:-1}
 BIN=$BUILD_DIR/tests/gpu/test_cuda
@@ -34,11 +36,13 @@ BIN=$BUILD_DIR/tests/gpu/test_cuda
 # an access one element past any buffer is reported (the test's canaries cannot see reads).
 # initcheck also gets a never-written workspace per call. racecheck/synccheck instrument
 # every shared-memory access and barrier: fewer random configurations, T <= 2048.
-# racecheck hangs in route's cluster kernel (its st.async/mbarrier exchange; isolated in
-# run 7: with PDL on and that kernel off it is clean, with the kernel it hangs at the first
-# launch), so the default racecheck run is racecheck_nocluster (test_cuda --no-cluster);
-# "racecheck" (with the kernel) stays available by name. The racecheck runs have
-# MOEROUTE_PDL=0. The default dispatch takes the cluster kernel only without PDL, so
+# racecheck hangs in route's cluster kernel (its st.async/mbarrier exchange; run 7: with
+# that kernel off it was clean, both with MOEROUTE_PDL=0 (127 quick cases) and with PDL on
+# (the graph group only); with the kernel, PDL off, it hangs at the first launch). So the
+# defaults are racecheck_nocluster (--no-cluster, MOEROUTE_PDL=0, as in run 7) and
+# racecheck_pdl (--no-cluster, PDL on: the default decode path, gate kernel + one-launch
+# sort; not yet run on the quick set); "racecheck" (with the kernel, PDL off) stays
+# available by name. The default dispatch takes the cluster kernel only without PDL, so
 # memcheck_nopdl and synccheck_nopdl (test_cuda --no-pdl) cover it. A name "tool_suffix"
 # runs compute-sanitizer --tool tool. -v: the last case line shows where a timeout hit.
 default_args() {
@@ -49,6 +53,7 @@ default_args() {
     memcheck_nopdl) echo "--quick --exact-allocs --no-pdl" ;;
     synccheck_nopdl) echo "--quick --configs 20 --max-tokens 2048 --no-pdl" ;;
     racecheck_nocluster) echo "--quick --configs 20 --max-tokens 2048 --no-cluster -v" ;;
+    racecheck_pdl) echo "--quick --configs 20 --max-tokens 2048 --no-cluster -v" ;;
     synccheck) echo "--quick --configs 20 --max-tokens 2048" ;;
     *) echo "--quick" ;;
   esac
@@ -76,7 +81,7 @@ trap 'rm -rf "$TMP"' EXIT
 run_tool() { # tool -> $TMP/tool.log, $TMP/tool.rc, $TMP/tool.sec
   local tool=$1 var="SANITIZE_ARGS_$1" args real=${1%%_*} envs=""
   args=${!var:-$(default_args "$tool")}
-  [ "$real" = racecheck ] && envs="MOEROUTE_PDL=0"
+  [ "$real" = racecheck ] && [ "$tool" != racecheck_pdl ] && envs="MOEROUTE_PDL=0"
   local t0=$SECONDS
   echo "\$ $envs $CS --tool $real $(tool_flags "$real") --error-exitcode 3 $BIN $args" > "$TMP/$tool.log"
   # shellcheck disable=SC2086,SC2046 # word splitting of the argument lists is wanted

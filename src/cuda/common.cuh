@@ -255,7 +255,8 @@ typedef struct mr_cuda_tuning {
   int clear_ctas_per_sm; /* last-launch clear CTAs per SM: 0 = auto (1) */
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
   int no_tiny;           /* 1: route never takes the one-CTA kernel of tiny.cu */
-  int tiny_max_n;        /* T*k bound of tiny.cu: 0 = its default, at most 128 */
+  int tiny_max_n;        /* T*k bound of tiny.cu: 0 = its default rules (mr_cuda_tiny_takes), else this
+                            bound alone (at most 128) */
   int route_pair;        /* route at decode as the pair gate kernel + one-launch sort: 0 = auto (when PDL
                             is on and tiny.cu does not take the call), 1 = whenever it fits, -1 = never */
   int decode_pdl;        /* the launches of tiny.cu, fused.cu, the gate kernel (at every T) and the
@@ -316,7 +317,8 @@ size_t mr_cuda_general_sort_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                         const float* topk_weights, void* workspace, cudaStream_t stream);
 
-/* tiny.cu: the one-launch route for T*k <= 32 (one routing CTA, a one-warp sort). */
+/* tiny.cu: the one-launch route for small decode calls (one routing CTA, a one-warp
+ * sort); _fits: the kernel can run the call, _takes: the dispatch gives it the call. */
 int mr_cuda_tiny_fits(const mr_config* cfg);
 int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,

@@ -29,8 +29,11 @@
  * Every launch is asynchronous on the caller's stream, allocates nothing, reads
  * nothing back, and is graph-capturable (cudaLaunchKernelEx with a cluster and/or
  * a programmatic-stream-serialization attribute; no cudaFuncSetAttribute, no
- * memset on another stream). Every kernel waits (griddepcontrol.wait) before it
- * touches global memory, so a PDL launch is safe after any predecessor.
+ * memset on another stream). Every kernel launched with PDL as the first of a call
+ * (tiny, cluster, gate, one-launch sort) waits (griddepcontrol.wait) before it touches
+ * global memory, so it is safe after any predecessor; the first launch of the large and
+ * general paths has no PDL attribute. At T = 0 (no PDL choice to make) route runs the
+ * cluster kernel, or the one-launch sort under MOEROUTE_CUDA_NO_CLUSTER.
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */

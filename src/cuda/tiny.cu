@@ -1,5 +1,6 @@
 /*
- * tiny.cu - route in ONE launch when T*k <= 32 (decode at T = 1..4 for k = 8):
+ * tiny.cu - route in ONE launch for 16-bit softmax rows when T <= 8, T*k <= 32,
+ * T*E <= 512 and min(T*k, E) <= 16 (mr_cuda_tiny_takes; DeepSeek-R1 sizes T <= 2):
  * one routing CTA gates every row itself (a warp per row) and sorts the at
  * most 32 entries inside ONE warp, with no expert-sized table, no block-wide
  * scan and no cross-CTA exchange; the other CTAs of the launch clear moe_buf.
