@@ -360,29 +360,7 @@ __device__ __forceinline__ void mr_pdl_wait(void) {
 #endif
 }
 
-/* Kernel parameters live in constant bank 0, a fresh copy per launch: each
- * 64-byte line is a constant-cache miss at its first use. Deep in a dependent
- * chain (the sort's output pointers are first read in the emission) each miss
- * stalls it. One warp that touches every 32 bytes of a parameter at kernel
- * entry brings the lines in while the other warps load their rows (v5). The
- * touching warp waits for the loads (a compare consumes them). */
-static __device__ unsigned mr_touch_sink; /* never written (mr_param_touch) */
-template <typename P>
-__device__ __forceinline__ void mr_param_touch(const P& prm) {
-#ifndef MR_NO_PARAM_TOUCH
-  constexpr unsigned W = (unsigned)(sizeof(P) / 4u);
-  const unsigned i = (threadIdx.x & 31u) * 8u;
-  if (i < W) {
-    const unsigned v = reinterpret_cast<const unsigned*>(&prm)[i];
-    /* a use the compilers cannot drop, that never stores (every launch of
-     * ours has a blockDim.x of 128 or 256); no shared memory: a static shared
-     * array would count against the kernels' 48 KB */
-    if (blockDim.x == 7u) asm volatile("st.volatile.global.u32 [%0], %1;" ::"l"(&mr_touch_sink), "r"(v) : "memory");
-  }
-#endif
-}
-
-/* The decode launches' programmatic dependent launch (design.md 16; on by default
+/* The decode launches' programmatic dependent launch (design.md 17; on by default
  * on sm_90+, MOEROUTE_PDL=0 in the environment or the lab knob decode_pdl = -1
  * turn it off): every CTA first waits for the previous work on the stream (a
  * no-op without the attribute), then lets the next launch start, so that a

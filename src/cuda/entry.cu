@@ -170,17 +170,22 @@ static int mr_sort_one_launch(const mr_config* cfg) {
 
 #define MR_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
 
+/* Bytes of one of route's workspace top-k arrays (ids, then weights): the
+ * pair's, or after the general sort's workspace in the chain (large.cu). */
+static size_t mr_route_topk_half(const mr_config* cfg) {
+  return MR_ALIGN256((size_t)cfg->num_tokens * (size_t)cfg->top_k * 4u);
+}
+
 static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
-  const size_t entries = (size_t)cfg->num_tokens * (size_t)cfg->top_k;
   switch (op) {
     case MOEROUTE_OP_ROUTE:
     { /* the pair's top-k: reserved whenever the pair fits, whether or not it is
        * chosen (the size must not depend on PDL, knobs or optional outputs) */
-      const size_t pair = mr_route_pair_fits(cfg) ? MR_ALIGN256(entries * 4u) * 2u : 0u;
+      const size_t pair = mr_route_pair_fits(cfg) ? 2u * mr_route_topk_half(cfg) : 0u;
       if (mr_route_one_launch(cfg)) return pair;
       /* the top-k between gating and sorting, always reserved (the size must
        * not depend on which optional outputs the caller passes) */
-      const size_t general = mr_cuda_general_sort_workspace(cfg) + MR_ALIGN256(entries * 4u) * 2u;
+      const size_t general = mr_cuda_general_sort_workspace(cfg) + 2u * mr_route_topk_half(cfg);
       return general > pair ? general : pair;
     }
     case MOEROUTE_OP_SORT:
@@ -269,7 +274,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else if (mr_route_use_pair(&cfg)) {
     /* the caller's top-k buffers, else the workspace (mr_cuda_workspace_needed) */
-    const size_t half = MR_ALIGN256((size_t)cfg.num_tokens * (size_t)cfg.top_k * 4u);
+    const size_t half = mr_route_topk_half(&cfg);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);

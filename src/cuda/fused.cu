@@ -111,12 +111,6 @@ __global__ void __launch_bounds__(MR_SORT_THREADS, 1)
   mr_load_lane<W, EPL>(row0, lane, E, ninf, has_row, raw);
   if (KIND != MR_KIND_PACKED)
     mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, E, 0u, has_row && g.bias != NULL, braw);
-  if (warp == MR_WARPS - 1) { /* while its row (if any) loads */
-    mr_param_touch(g);
-    mr_param_touch(o);
-    mr_param_touch(sp);
-    mr_param_touch(fk);
-  }
 
   /* 1. */
   const uint32_t mask_words = sp.E * sp.nw;

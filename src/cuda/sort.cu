@@ -70,10 +70,6 @@ __global__ void __launch_bounds__(MR_SORT_THREADS, 1)
       if (topk_weights) wb[m] = __ldg((const unsigned int*)topk_weights + i);
     }
   }
-  if (tid >= MR_SORT_THREADS - 32) { /* the last warp, while its loads are in flight */
-    mr_param_touch(o);
-    mr_param_touch(sp);
-  }
   uint32_t* maskw = mr_small_mask(sm, sp);
   const uint32_t mask_words = sp.E * sp.nw;
 #pragma unroll 1

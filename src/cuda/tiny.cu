@@ -188,11 +188,6 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   mr_load_lane<W, EPL>(row0, lane, E, ninf, has_row, raw);
   if (KIND != MR_KIND_PACKED)
     mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, E, 0u, has_row && g.bias != NULL, braw);
-  if (warp == MR_TINY_WARPS - 1) { /* while its row (if any) loads */
-    mr_param_touch(g);
-    mr_param_touch(o);
-    mr_param_touch(tk);
-  }
   if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
     mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
   if (has_row) {
