@@ -486,7 +486,7 @@ __global__ void spin_kernel(unsigned long long ns) {
   } while (t - t0 < ns);
 }
 
-typedef enum { OP_ROUTE, OP_SORT, OP_MEMSET } TOp;
+typedef enum { OP_ROUTE, OP_SORT, OP_MEMSET, OP_GATE } TOp;
 static double time_op(TOp op, const moeroute_params* p, const moeroute_buffers* bu, cudaStream_t s) {
   const int calls = 50, reps = 9;
   cudaGraph_t g;
@@ -496,6 +496,7 @@ static double time_op(TOp op, const moeroute_params* p, const moeroute_buffers* 
     moeroute_status st = MOEROUTE_OK;
     if (op == OP_ROUTE) st = moeroute_cuda_route(p, bu, s);
     if (op == OP_SORT) st = moeroute_cuda_sort(p, bu, s);
+    if (op == OP_GATE) st = moeroute_cuda_gate(p, bu, s);
     if (op == OP_MEMSET) CK(cudaMemsetAsync(bu->moe_buf, 0, p->moe_buf_bytes, s));
     if (st != MOEROUTE_OK) {
       printf("timing call failed: %s\n", moeroute_last_error());
@@ -574,13 +575,120 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
   bufs_free(&b);
 }
 
+/* ---- v6: the mid sort (mid.cu) and the segment gate kernel (gate.cu) -------------------
+ * Per shape and T: every variant's route (no buf), route + buf, sort, gate, timed side
+ * by side (kernel metric), and every variant's outputs compared bit for bit with the
+ * first variant's (route's top-k and layouts, sort's layouts): the variants must agree
+ * (renormalized softmax: the same weight expressions on every path). */
+typedef struct V6 {
+  const char* name;
+  int mid_max, lpr, share;
+} V6;
+static const V6 V6S[] = {
+    {"auto", 0, 0, 0},      {"old", -1, 32, 0},      {"mid off", -1, 0, 0},   {"lpr32", 0, 32, 0},
+    {"lpr8", 0, 8, 0},      {"lpr16", 0, 16, 0},     {"lpr4", 0, 4, 0},       {"share512", 0, 0, 512},
+    {"share2048", 0, 0, 2048},
+};
+#define NV6 ((int)(sizeof V6S / sizeof *V6S))
+static void set_v6(int v) {
+  memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
+  mr_cuda_tune.mid_max_entries = V6S[v].mid_max;
+  mr_cuda_tune.gate_lpr = V6S[v].lpr;
+  mr_cuda_tune.mid_share = V6S[v].share;
+}
+static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
+  for (int i = 0; i < NB; ++i)
+    if (memcmp(a->h[i], b->h[i], bf->bytes[i]) != 0) return 0;
+  return 1;
+}
+static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
+  moeroute_params p;
+  fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, (size_t)T * sh->hidden * 2, &p);
+  Bufs b;
+  bufs_alloc(&p, 0, &b);
+  float* hb = (float*)malloc((size_t)sh->E * 4);
+  int32_t* hm = (int32_t*)malloc((size_t)sh->E * 4);
+  void* hl;
+  upload_inputs(&p, &b, hb, hm, &hl);
+  if (!sh->bias) {
+    CK(cudaFree(b.bias));
+    b.bias = NULL;
+  }
+  moeroute_params pn = p;
+  pn.moe_buf_bytes = 0;
+  moeroute_buffers bu, bn, bs;
+  bind(&p, &b, 1, 0, &bu);
+  bind(&pn, &b, 1, 0, &bn);
+  bind(&pn, &b, 1, 1, &bs); /* sort with the expert mask */
+  HostOut r0, s0;
+  int agree = 1;
+  for (int v = 0; v < NV6; ++v) {
+    set_v6(v);
+    HostOut r, q;
+    poison(&b);
+    if (moeroute_cuda_route(&pn, &bn, s) != MOEROUTE_OK) { printf("route: %s\n", moeroute_last_error()); exit(2); }
+    download(&b, &r);
+    /* sort from the top-k route left (poison the layouts only) */
+    for (int i = B_SIDS; i < NB; ++i) CK(cudaMemset(b.d[i], 0xAB, b.bytes[i]));
+    if (moeroute_cuda_sort(&pn, &bs, s) != MOEROUTE_OK) { printf("sort: %s\n", moeroute_last_error()); exit(2); }
+    download(&b, &q);
+    if (v == 0) {
+      r0 = r;
+      s0 = q;
+    } else {
+      if (!same_out(&r, &r0, &b) || !same_out(&q, &s0, &b)) {
+        printf("v6 MISMATCH %s T=%lld variant %s\n", sh->name, (long long)T, V6S[v].name);
+        agree = 0;
+        g_fail++;
+      }
+      hostout_free(&r);
+      hostout_free(&q);
+    }
+  }
+  /* moe_buf cleared by route + buf (auto) */
+  set_v6(0);
+  CK(cudaMemset(b.moe_base, 0xAB, b.moe_bytes + 128));
+  if (moeroute_cuda_route(&p, &bu, s) != MOEROUTE_OK) exit(2);
+  {
+    CK(cudaDeviceSynchronize());
+    unsigned char* m = (unsigned char*)malloc(p.moe_buf_bytes);
+    CK(cudaMemcpy(m, bu.moe_buf, p.moe_buf_bytes, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < p.moe_buf_bytes; ++i)
+      if (m[i]) {
+        printf("v6 MOE_BUF not cleared %s T=%lld at %zu\n", sh->name, (long long)T, i);
+        g_fail++;
+        break;
+      }
+    free(m);
+  }
+  hostout_free(&r0);
+  hostout_free(&s0);
+  spin_kernel<<<264, 128, 0, s>>>(20000000ull);
+  const double ms = time_op(OP_MEMSET, &p, &bu, s);
+  for (int v = 0; v < NV6; ++v) {
+    set_v6(v);
+    const double g = time_op(OP_GATE, &pn, &bn, s);
+    const double rn = time_op(OP_ROUTE, &pn, &bn, s);
+    const double rb = time_op(OP_ROUTE, &p, &bu, s);
+    const double sn = time_op(OP_SORT, &pn, &bn, s);
+    printf("v6 %-20s T=%6lld %-10s gate %7.2f  route %7.2f  route+buf %8.2f  sort %7.2f  memset %8.2f  agree %d\n",
+           sh->name, (long long)T, V6S[v].name, g, rn, rb, sn, ms, agree);
+  }
+  set_v6(0);
+  free(hb);
+  free(hm);
+  free(hl);
+  bufs_free(&b);
+}
+
 int main(int argc, char** argv) {
-  int do_time = 1, do_check = 1, quick = 0, only = -1;
+  int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--no-time")) do_time = 0;
     else if (!strcmp(argv[i], "--no-check")) do_check = 0;
     else if (!strcmp(argv[i], "--quick")) quick = 1;
     else if (!strcmp(argv[i], "--variant") && i + 1 < argc) only = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--v6")) v6 = 1;
     else {
       printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N]\n");
       return 2;
@@ -597,6 +705,15 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
+  if (v6) {
+    const int64_t Ts[] = {64, 130, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    for (int si = 0; si < 2; ++si)
+      for (int ti = 0; ti < (int)(sizeof Ts / sizeof *Ts); ++ti) v6_shape(&SHAPES[si], Ts[ti], s);
+    for (int si = 2; si < 5; ++si) v6_shape(&SHAPES[si], 1024, s);
+    printf("v6 check: %d failure(s)\n", g_fail);
+    CK(cudaStreamDestroy(s));
+    return g_fail ? 1 : 0;
+  }
   if (do_check) {
     const int64_t Ts[] = {129, 1000, 4097, 65536};
     for (int v = 0; v < NVAR; ++v) {

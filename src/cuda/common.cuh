@@ -262,6 +262,10 @@ typedef struct mr_cuda_tuning {
   int decode_pdl;        /* the launches of tiny.cu, fused.cu, the gate kernel (at every T) and the
                             one-launch sort with PDL: 0 = auto (on for cc >= 9 unless MOEROUTE_PDL=0),
                             1 = on, -1 = off */
+  int mid_max_entries;   /* largest T*k of the mid sort (mid.cu): 0 = its default, -1 = never */
+  int mid_share;         /* entries per routing CTA of the mid sort: 0 = its default */
+  int gate_lpr;          /* lanes per row of the 16-bit softmax gate kernel at large T: 0 = auto, 32 = always a
+                            warp per row, 4 / 8 / 16 */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -311,6 +315,10 @@ cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* 
 
 /* sort.cu: the one-launch sort for small T*k, and the general multi-kernel sort. */
 int mr_cuda_small_sort_fits(const mr_config* cfg);
+/* The mid sort (mid.cu): one launch, no workspace, T*k above the small sort's bound. */
+int mr_cuda_mid_sort_fits(const mr_config* cfg);
+cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                    const float* topk_weights, cudaStream_t stream);
 cudaError_t mr_cuda_launch_small_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                       const float* topk_weights, cudaStream_t stream);
 size_t mr_cuda_general_sort_workspace(const mr_config* cfg);

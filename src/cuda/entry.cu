@@ -163,6 +163,12 @@ static int mr_route_use_pair(const mr_config* cfg) {
   if (mr_cuda_tune.route_pair > 0) return 1;
   return mr_cuda_pdl_on();
 }
+/* Route above the one-launch sort's bound and up to the mid sort's: the gate
+ * kernel, then the mid sort (mid.cu), PDL between them when it is on. The
+ * top-k travels through the caller's buffers or the workspace, as the pair's. */
+static int mr_route_use_mid(const mr_config* cfg) {
+  return cfg->num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_mid_sort_fits(cfg);
+}
 static int mr_sort_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1;
   return !mr_cuda_tune.force_general && mr_cuda_small_sort_fits(cfg);
@@ -279,6 +285,19 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) err = mr_cuda_launch_small_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
+  } else if (!mr_route_one_launch(&cfg) && mr_route_use_mid(&cfg)) {
+    const size_t half = mr_route_topk_half(&cfg);
+    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
+    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
+    /* moe_buf: the gate launch's first CTAs clear 5/8 of it beside the gating,
+     * the mid sort's extra CTAs the rest beside the sorting */
+    mr_sort_out so2 = so;
+    size_t first = so.moe_buf ? so.moe_buf_bytes / 8u * 5u : 0u;
+    first &= ~(size_t)15u;
+    so2.moe_buf = so.moe_buf ? so.moe_buf + first : NULL;
+    so2.moe_buf_bytes = so.moe_buf_bytes - first;
+    err = mr_cuda_launch_gate_clear(&cfg, &ga, ids, wts, so.moe_buf, first, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_mid_sort(&cfg, &so2, ids, so.sorted_weights ? wts : NULL, s);
   } else if (cfg.num_tokens == 0 && mr_cuda_no_cluster()) {
     /* nothing to gate: the one-launch sort of zero entries clears moe_buf and
      * writes the totals (as sort does at T = 0) */
@@ -327,6 +346,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   cudaError_t err;
   if (mr_sort_one_launch(&cfg))
     err = mr_cuda_launch_small_sort(&cfg, &so, buffers->topk_ids, wts, s);
+  else if (!mr_cuda_tune.force_general && mr_cuda_mid_sort_fits(&cfg))
+    err = mr_cuda_launch_mid_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else
     err = mr_cuda_launch_general_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);

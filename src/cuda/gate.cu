@@ -69,6 +69,98 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
   MR_STAMP(7);
 }
 
+/* 16-bit softmax rows (PACKED) with a segment of LPR lanes per row (large T,
+ * v6): a warp gates 32/LPR rows at a time, grid-stride over the rows. */
+#define MR_SEG_THREADS 256
+template <int DT, int EPS, int LPR, int L>
+__global__ void __launch_bounds__(MR_SEG_THREADS)
+    mr_gate_seg_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
+                       unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas) {
+  mr_pdl_enter();
+  if (blockIdx.x < clear_ctas) {
+    mr_clear_bytes(clear_buf, clear_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                   (size_t)clear_ctas * blockDim.x);
+    return;
+  }
+  constexpr int RPW = 32 / LPR; /* rows per warp step */
+  const uint32_t lane = threadIdx.x & 31u, sl = lane & (LPR - 1u), seg = lane / LPR;
+  const int64_t gw = (int64_t)(blockIdx.x - clear_ctas) * (MR_SEG_THREADS / 32) + (threadIdx.x >> 5);
+  const int64_t nw = (int64_t)(gridDim.x - clear_ctas) * (MR_SEG_THREADS / 32);
+  const int64_t T = p.num_tokens;
+  const int k = p.top_k;
+  const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
+#pragma unroll 1
+  for (int64_t t0 = gw * RPW; t0 < T; t0 += nw * RPW) { /* warp-uniform */
+    const int64_t t = t0 + seg;
+    const bool live = t < T;
+    uint32_t raw[EPS];
+    mr_load_lane<2, EPS>(p.logits + (live ? t : 0) * p.row_bytes, sl, p.num_experts, ninf, live, raw);
+    int32_t id;
+    float w;
+    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, &id, &w);
+    if (live && (int)sl < k) {
+      topk_ids[t * k + sl] = id;
+      topk_weights[t * k + sl] = w;
+    }
+  }
+}
+
+/* Lanes per row of the segment kernel for cfg, 0 = the warp-per-row kernel.
+ * Auto: 16-bit softmax rows without bias or groups, E <= 256, k <= 8, and T at
+ * least MR_SEG_MIN_T (below it the rows are too few to fill the GPU and the
+ * warp per row has the shorter chain; measured, docs/perf-log.md v6). */
+#ifndef MR_SEG_MIN_T
+#define MR_SEG_MIN_T 2048
+#endif
+static int mr_gate_seg_lpr(const mr_config* cfg, int kind) {
+  if (kind != MR_KIND_PACKED || cfg->dtype == MOEROUTE_DTYPE_FP32 || cfg->num_experts > 256 || cfg->top_k > 8)
+    return 0;
+  const int knob = mr_cuda_tune.gate_lpr;
+  if (knob == 32) return 0;
+  if (knob == 8 || knob == 16 || (knob == 4 && cfg->top_k <= 4)) return knob;
+  return cfg->num_tokens >= MR_SEG_MIN_T ? 8 : 0;
+}
+
+template <int DT, int EPS, int LPR, int L>
+static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float* topk_weights,
+                                   unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
+  constexpr int RPC = (MR_SEG_THREADS / 32) * (32 / LPR); /* rows per CTA step */
+  int64_t grid = (p->num_tokens + RPC - 1) / RPC;
+  const int64_t cap = (int64_t)mr_cuda_sm_count() * 16;
+  if (grid > cap) grid = cap;
+  const unsigned clear = clear_bytes > 0 ? (unsigned)mr_cuda_clear_ctas(clear_bytes, MR_SEG_THREADS) : 0u;
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, MR_SEG_THREADS, 0, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_seg_kernel<DT, EPS, LPR, L>, *p, topk_ids, topk_weights, clear_buf,
+                            clear_bytes, clear));
+  return cudaSuccess;
+}
+
+/* E <= 256: 32*EPL elements (EPL 4 or 8) over LPR lanes; the top L = 4 for
+ * k <= 4, else 8 (k <= L <= LPR) */
+template <int DT>
+static cudaError_t mr_launch_seg(const mr_gate_p* p, int epl, int lpr, int32_t* topk_ids, float* topk_weights,
+                                 unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
+#define MR_SEG_LAUNCH(EPL, LPR, L) \
+  return mr_launch_seg_t<DT, 32 * EPL / LPR, LPR, L>(p, topk_ids, topk_weights, clear_buf, clear_bytes, stream)
+#define MR_SEG_CASE(EPL, LPR)                          \
+  if (epl == EPL && lpr == LPR) {                      \
+    if (p->top_k <= 4) MR_SEG_LAUNCH(EPL, LPR, 4);     \
+    MR_SEG_LAUNCH(EPL, LPR, 8);                        \
+  }
+  if (lpr == 4 && epl == 4) MR_SEG_LAUNCH(4, 4, 4); /* k <= 4 (mr_gate_seg_lpr) */
+  if (lpr == 4 && epl == 8) MR_SEG_LAUNCH(8, 4, 4);
+  MR_SEG_CASE(4, 8)
+  MR_SEG_CASE(4, 16)
+  MR_SEG_CASE(8, 8)
+  MR_SEG_CASE(8, 16)
+#undef MR_SEG_LAUNCH
+#undef MR_SEG_CASE
+  return cudaErrorInvalidConfiguration; /* unreachable: mr_gate_seg_lpr */
+}
+
 extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a) {
   memset(a, 0, sizeof *a);
   a->logits = logits;
@@ -136,6 +228,12 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
   const uint32_t sw = mr_gate_scratch_words(a);
   const int epl = mr_cuda_epl_bucket(cfg->num_experts);
   const int kind = mr_gate_kind(a, cfg->dtype);
+  const int lpr = mr_gate_seg_lpr(cfg, kind);
+  if (lpr != 0) {
+    if (cfg->dtype == MOEROUTE_DTYPE_BF16)
+      return mr_launch_seg<MOEROUTE_DTYPE_BF16>(&p, epl, lpr, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
+    return mr_launch_seg<MOEROUTE_DTYPE_FP16>(&p, epl, lpr, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
+  }
   /* the specialisation list of common.cuh, times the kinds (gate.cuh) */
 #define MR_GATE_LAUNCH(DT, EPL, KIND) \
   return mr_launch_gate_t<MR_KIND_DT(DT, MR_KIND_FIX(DT, KIND)), EPL, MR_KIND_FIX(DT, KIND)>(&p, sw, topk_ids, \

@@ -600,6 +600,95 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   *out_id = (int32_t)(0xffffu - (my_key & 0xffffu));
 }
 
+/* ---- PACKED, a segment of LPR lanes per row (large T, v6) -------------------------
+ *
+ * The same selection as mr_gate_packed (the same keys, hence the same picks and
+ * order, ties included) with a row spread over LPR lanes instead of 32: EPS =
+ * 32*EPL/LPR elements per lane, kept in chunks of L (the top-L merge of design.md
+ * 15 inside the lane), then log2(LPR) butterfly stages instead of five. For rows
+ * of E <= 256 this issues about half the instructions of a warp per row, which is
+ * what bounds the gate kernel's rate at large T (docs/perf-log.md v6); at decode
+ * the warp per row keeps the shortest dependent chain. Keys carry an in-lane
+ * index during the lane's own merge (its low half 0xffff - r), corrected once to
+ * 0xffff - e before the butterfly. The weights follow mr_gate_packed's
+ * expressions; only the softmax denominator's summation order differs (within
+ * the contract's tolerance, design.md 11-12). k <= L <= LPR (the dispatch).
+ * sl: the lane within the segment; the segment's lanes are converged (every lane
+ * of the warp runs this together).
+ */
+template <int DT, int EPS, int LPR, int L>
+__device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t sl, const uint32_t* raw,
+                                                   int32_t* out_id, float* out_w) {
+  static_assert(EPS % L == 0 && L <= LPR && (LPR & (LPR - 1)) == 0 && LPR <= 32, "segment shape");
+  constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
+  constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
+  uint32_t top[L];
+#pragma unroll
+  for (int c = 0; c < EPS / L; ++c) {
+    uint32_t t[L];
+#pragma unroll
+    for (int i = 0; i < L; ++i) {
+      const int r = c * L + i;
+      /* as mr_gate_packed: NaN -> -inf, -0 -> +0, then the order-preserving 16 bits */
+      const float f =
+          fmaxf(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(raw[r]) : mr_f16hi_to_float(raw[r]), -INFINITY) + 0.0f;
+      const uint32_t b = DT == MOEROUTE_DTYPE_BF16 ? __float_as_uint(f) : mr_float_to_f16hi(f);
+      const uint32_t o = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u);
+      t[i] = (o & 0xffff0000u) + (0xffffu - (uint32_t)r);
+    }
+    mr_sort_desc<uint32_t, L>(t);
+    if (c == 0) {
+#pragma unroll
+      for (int i = 0; i < L; ++i) top[i] = t[i];
+    } else {
+      mr_merge_top<uint32_t, L>(top, t);
+    }
+  }
+  const uint32_t shift = sl * (uint32_t)EPS; /* e = sl*EPS + r: the low half becomes 0xffff - e */
+#pragma unroll
+  for (int i = 0; i < L; ++i) top[i] -= shift;
+#pragma unroll
+  for (int off = LPR / 2; off > 0; off >>= 1) {
+    uint32_t b[L];
+#pragma unroll
+    for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
+    mr_merge_top<uint32_t, L>(top, b);
+  }
+  const uint32_t my_key = mr_top_of_lane<uint32_t, L>(top, sl);
+  uint32_t om = top[0] >> 16;
+  om = (om & 0x8000u) ? (om & 0x7fffu) : (~om & 0xffffu); /* unord16 */
+  const float max = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(om << 16) : mr_f16hi_to_float(om << 16));
+  float sum = 1.0f; /* renormalize: the denominator cancels (design.md 14) */
+  if (!p.renormalize) {
+    sum = 0.0f;
+    if (max != -INFINITY) {
+#pragma unroll
+      for (int r = 0; r < EPS; ++r)
+        sum += mr_exp_sum_term(mr_clamp_logit(mr_raw_float<2>(raw[r], DT != MOEROUTE_DTYPE_BF16)) - max);
+    }
+#pragma unroll
+    for (int off = LPR / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
+  }
+  const int k = p.top_k;
+  float w = 0.0f;
+  const uint32_t o = my_key >> 16;
+  if ((int)sl < k && o != ONINF) {
+    const uint32_t u = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu);
+    const float xv = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(u << 16) : mr_f16hi_to_float(u << 16));
+    w = expf(xv - max) / sum;
+  }
+  if (p.renormalize) {
+    float tot = 0.0f;
+#pragma unroll 4
+    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j, LPR);
+    w = (w / fmaxf(tot, 1e-20f)) * p.scale;
+  } else {
+    w *= p.scale;
+  }
+  *out_w = w;
+  *out_id = (int32_t)(0xffffu - (my_key & 0xffffu));
+}
+
 /* ---- FULL and GROUPED ----------------------------------------------------------------- */
 
 /* Selection for the fp32-key kinds: a 64-bit form of the merge (key << 32 |

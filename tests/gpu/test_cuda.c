@@ -1868,8 +1868,11 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 4, 0},     /* T*E 512 -> 640 (and 16 -> 20 experts: no engine shape isolates T*E) */
       {"qwen3", 128, 1},          /* T*k 1024 -> 1032 */
       {"e1024", 24, 0},           /* E * ceil(T*k/32) 6144 -> 7168 */
-      {"deepseek-r1", 16383, 1},  /* route without moe_buf: large.cu -> the chain */
-      {"gpt-oss-120b", 16383, 1},
+      {"qwen3", 2047, 1},         /* the segment gate kernel from T = 2048 (E <= 256, k <= 8 softmax) */
+      {"gpt-oss-120b", 2047, 0},
+      {"qwen3", 16384, 1},        /* T*k 131072 -> 131080: the mid sort -> the large path / the chain */
+      {"deepseek-r1", 16384, 1},
+      {"gpt-oss-120b", 16383, 1}, /* route without moe_buf: the mid pair; the chain from 16384 */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
@@ -1945,6 +1948,24 @@ static void group_special(void) {
           tc.p.moe_buf_bytes = (size_t)Ts[ti] * 100 + 3;
           run_case_timed(&tc, "special", 0);
         }
+  /* the segment gate kernel (16-bit softmax, no bias or groups, E <= 256, k <= 8,
+   * from T = 2048; gate.cu) and the mid sort (T*k up to 131072, mid.cu) on
+   * ties, NaN/inf and extremes, fp16 and bf16, with and without renormalize */
+  static const struct { int32_t E, k; } seg[] = {{8, 2}, {60, 4}, {128, 4}, {200, 7}, {256, 8}};
+  static const logits_kind seg_kinds[] = {LG_TIES, LG_NONFINITE, LG_EXTREME};
+  for (int ki = 0; ki < NUM(seg_kinds); ki++)
+    for (int si = 0; si < NUM(seg); si++)
+      for (int v = 0; v < 4; v++) {
+        if (q && (ki + si + v) % 3) continue;
+        tcase tc;
+        special_base(&tc, seg[si].E, seg[si].k, v == 3 ? 3001 : 2048, MOEROUTE_SCORE_SOFTMAX,
+                     v % 2 ? MOEROUTE_DTYPE_FP16 : MOEROUTE_DTYPE_BF16, seg_kinds[ki], case_seed(8, idx++));
+        tc.p.renormalize = v < 2;
+        tc.p.scale = v == 2 ? 2.5f : 1.0f;
+        if (v == 3) tc.p.logits_row_stride = seg[si].E + 5; /* unaligned rows: the scalar loads */
+        tc.p.moe_buf_bytes = (size_t)tc.p.num_tokens * 64 + 5;
+        run_case_timed(&tc, "special", 0);
+      }
   /* a hot expert every token picks, at decode and prefill sizes, several U */
   static const int64_t hotT[] = {1, 16, 2048, 16384};
   static const int32_t hotU[] = {32, 1, 1024, 128};
