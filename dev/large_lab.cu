@@ -585,7 +585,7 @@ typedef struct V6 {
   int mid_max, lpr, share;
 } V6;
 static const V6 V6S[] = {
-    {"auto", 0, 0, 0},      {"old", -1, 32, 0},      {"mid off", -1, 0, 0},   {"lpr32", 0, 32, 0},
+    {"auto", 0, 0, 0},      {"old", -1, 32, 0},      {"midoff", -1, 0, 0},   {"lpr32", 0, 32, 0},
     {"lpr8", 0, 8, 0},      {"lpr16", 0, 16, 0},     {"lpr4", 0, 4, 0},       {"share512", 0, 0, 512},
     {"share2048", 0, 0, 2048},
 };

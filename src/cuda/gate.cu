@@ -106,19 +106,24 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
 }
 
 /* Lanes per row of the segment kernel for cfg, 0 = the warp-per-row kernel.
- * Auto: 16-bit softmax rows without bias or groups, E <= 256, k <= 8, and T at
- * least MR_SEG_MIN_T (below it the rows are too few to fill the GPU and the
- * warp per row has the shorter chain; measured, docs/perf-log.md v6). */
-#ifndef MR_SEG_MIN_T
-#define MR_SEG_MIN_T 2048
-#endif
+ * Auto, for 16-bit softmax rows without bias or groups, E <= 256, k <= 8
+ * (lab run 8, large_lab --v6, gate alone, kernel metric, us, warp / 16 / 8 / 4
+ * lanes per row): DeepSeek-R1 sizes (k = 8) T = 1024 2.21 / 2.28 / 2.73 / -,
+ * 2048 3.06 / 2.38 / 2.78, 4096 4.62 / 3.41 / 2.90, 16384 14.4 / 9.1 / 7.25,
+ * 65536 52.2 / 32.2 / 24.4; GPT-OSS-120B (k = 4) 1024 1.81 / 1.74 / 1.93 / 2.34,
+ * 4096 3.32 / 2.25 / 2.04 / 2.40, 8192 4.90 / 3.19 / 2.74 / 2.53, 65536
+ * 29.0 / 16.9 / 12.0 / 9.96. Fewer lanes per row issue fewer instructions per
+ * row (fewer butterfly stages) but make each row's chain longer: they pay once
+ * the rows fill the GPU several times over. */
 static int mr_gate_seg_lpr(const mr_config* cfg, int kind) {
   if (kind != MR_KIND_PACKED || cfg->dtype == MOEROUTE_DTYPE_FP32 || cfg->num_experts > 256 || cfg->top_k > 8)
     return 0;
   const int knob = mr_cuda_tune.gate_lpr;
   if (knob == 32) return 0;
   if (knob == 8 || knob == 16 || (knob == 4 && cfg->top_k <= 4)) return knob;
-  return cfg->num_tokens >= MR_SEG_MIN_T ? 8 : 0;
+  const int64_t T = cfg->num_tokens;
+  if (cfg->top_k <= 4) return T >= 8192 ? 4 : T >= 4096 ? 8 : T >= 1024 ? 16 : 0;
+  return T >= 4096 ? 8 : T >= 2048 ? 16 : 0;
 }
 
 template <int DT, int EPS, int LPR, int L>

@@ -9,7 +9,7 @@
  *       Tokens are cut into S = 8G slices (balanced split); warp w of CTA c
  *       takes slice c*8 + w in token order and keeps a per-warp counter per
  *       expert in shared memory: an entry's rank = entries of its expert
- *       earlier in the slice (warp-wide: __match_any_sync, ties by lane, i.e.
+ *       earlier in the slice (warp-wide: mr_warp_peers, ties by lane, i.e.
  *       by slot). It writes code[i] = rank << 11 | e (0xffffffff: dropped id),
  *       and at the end, per expert, the slice bases inside the chunk
  *       wbase[c*8+w][e] and the chunk count counts[e][c].
@@ -97,8 +97,8 @@ __device__ __forceinline__ size_t mr_l_split_sz(size_t n, uint32_t parts, uint32
  * same expert that this warp has seen: earlier calls, then lower lanes. Advances
  * the warp's counters wc[E]. All 32 lanes call, converged. Duplicates in one
  * call (possible in sort's input) are ranked by lane. */
-__device__ __forceinline__ uint32_t mr_large_rank(uint32_t* wc, uint32_t e, uint32_t lt) {
-  const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
+__device__ __forceinline__ uint32_t mr_large_rank(uint32_t* wc, uint32_t e, uint32_t lt, uint32_t E, uint32_t nb) {
+  const uint32_t peers = mr_warp_peers(e < E ? e : E, nb);
   const uint32_t below = (uint32_t)__popc(peers & lt);
   uint32_t r = 0u;
   if (e != MR_L_NONE) r = wc[e] + below;
@@ -297,7 +297,7 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
   mr_large_first_clear(&L, s, lane);
   for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
   __syncwarp();
-  const uint32_t lt = mr_lanemask_lt();
+  const uint32_t lt = mr_lanemask_lt(), nb = mr_key_bits(E);
 
   for (int64_t t = t0; t < t1; ++t) { /* warp-uniform */
     uint32_t nxt[EPL];
@@ -307,7 +307,7 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
     mr_l_gate_row<DT, EPL, KIND>(g, t, lane, raw, braw, gbuf, gsel, &id, &w);
     const bool mine = lane < k;
     const uint32_t e = (mine && (uint32_t)id < E) ? (uint32_t)id : MR_L_NONE;
-    const uint32_t r = mr_large_rank(wc, e, lt);
+    const uint32_t r = mr_large_rank(wc, e, lt, E, nb);
     if (mine) {
       const int64_t i = t * (int64_t)k + lane;
       if (topk_ids) topk_ids[i] = id;
@@ -345,7 +345,7 @@ __global__ void __launch_bounds__(MR_LT)
   mr_large_first_clear(&L, s, lane);
   for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
   __syncwarp();
-  const uint32_t lt = mr_lanemask_lt();
+  const uint32_t lt = mr_lanemask_lt(), nb = mr_key_bits(E);
 
   for (int64_t base = i0; base < i1; base += 8 * 32) { /* warp-uniform */
     uint32_t ev[8];
@@ -358,7 +358,7 @@ __global__ void __launch_bounds__(MR_LT)
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       if (base + j * 32 >= i1) break; /* warp-uniform */
-      const uint32_t r = mr_large_rank(wc, ev[j], lt);
+      const uint32_t r = mr_large_rank(wc, ev[j], lt, E, nb);
       const int64_t i = base + j * 32 + lane;
       if (i < i1) L.codes[i] = ev[j] == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | ev[j];
     }

@@ -6,19 +6,22 @@
  * R routing CTAs of 1024 threads; CTA r owns the entries [s_r, s_{r+1}) of a
  * balanced split of the n = T*k entries (about MR_MID_SHARE each). Every
  * routing CTA:
- *   1. reads ALL n ids (coalesced, from L2 after the first CTA) and counts
- *      them into two shared histograms, "before my share" and "the rest"
- *      (warp-aggregated with __match_any_sync, then a shared atomicAdd of the
- *      group's size: counts are order-free, so the result is deterministic);
+ *   1. reads ALL n ids (coalesced, 8 loads in flight per lane, from L2 after
+ *      the first CTA) and counts them into two shared histograms, "before my
+ *      share" and "the rest" (shared atomics, one per run of equal keys in
+ *      neighbouring lanes: counts are order-free, so the result is
+ *      deterministic);
  *   2. one block-wide scan over the experts (thread e = expert e): padded
  *      start, enabled-expert count (the local id), count; an expert switched
  *      off by the mask counts 0 and its entries are dropped;
- *   3. ranks its own share in token order: 8 warps each walk a contiguous
- *      sub-slice 32 entries at a time (pass 1: entries per expert per warp;
- *      a prefix over the 8 warps from start + "before"; pass 2: place, rank
- *      by __match_any_sync ties in lane = entry order), while the other 24
- *      warps write the padding and block ids of the CTA's share of experts;
- *   4. CTA 0 writes the totals.
+ *   3. writes the padding and block ids of its share of the experts;
+ *   4. ranks its own share in token order: RW rank warps (8192 / E, at most
+ *      32) each walk a contiguous sub-slice of at most 4 x 32 entries, kept in
+ *      registers: pass 1 counts entries per expert per warp and ranks inside
+ *      each 32-entry round (mr_warp_peers: ballots, ties by lane = entry
+ *      order); a prefix over the rank warps from start + "before"; pass 2
+ *      places;
+ *   5. CTA 0 writes the totals.
  * Further CTAs clear moe_buf (what the caller left of it) without waiting.
  *
  * The redundant counting (every CTA reads every id) costs n*4 bytes of L2
@@ -27,8 +30,8 @@
  * of the ids: the same bits on every run, equal to the CPU backend's.
  *
  * Shared memory (words): start [E] | count [E] | local id [E] | warp sums
- * [2*32] | big [8E]: the two histograms [2E] in steps 1-2, then the rank
- * warps' counters [8][E] (<= 44 KB at E = 1024).
+ * [2*32] | big [8192]: the two histograms [2E] in steps 1-2, then the rank
+ * warps' counters [RW][E] (<= 45 KB at E = 1024).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -36,8 +39,10 @@
 
 #define MR_MID_THREADS 1024
 #define MR_MID_WARPS (MR_MID_THREADS / 32)
-#define MR_MID_RANK_WARPS 8
-#define MR_MID_SHARE 1024 /* entries per routing CTA (auto) */
+#define MR_MID_COUNTER_WORDS 8192 /* rank warps x E counters (32 KB) */
+#define MR_MID_ROUNDS 4           /* 32-entry rounds per rank warp: share <= 128 x rank warps */
+#define MR_MID_LOADS 8            /* ids in flight per lane while counting */
+#define MR_MID_SHARE 1024         /* entries per routing CTA (auto) */
 /* Largest T*k the mid sort takes by default. Set from the lab's side-by-side
  * timing against the large path (docs/perf-log.md v6). */
 #define MR_MID_MAX_ENTRIES 131072
@@ -45,6 +50,11 @@
 
 static __device__ __forceinline__ uint32_t mr_mid_split(uint32_t n, uint32_t parts, uint32_t i) {
   return (uint32_t)(((unsigned long long)n * i) / parts);
+}
+/* Rank warps for E experts: 8192 / E, at most 32 (E <= 256: 32, 512: 16, 1024: 8). */
+__host__ __device__ __forceinline__ uint32_t mr_mid_rank_warps(uint32_t E) {
+  const uint32_t w = MR_MID_COUNTER_WORDS / E;
+  return w >= 32u ? 32u : w >= 16u ? 16u : 8u;
 }
 
 __global__ void __launch_bounds__(MR_MID_THREADS, 1)
@@ -59,9 +69,10 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
   extern __shared__ __align__(16) uint32_t mr_mid_smem[];
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t E = (uint32_t)o.num_experts, U = (uint32_t)o.unit_size;
-  const uint32_t n = (uint32_t)(o.num_tokens * o.top_k); /* < 2^31 (validated) */
+  const uint32_t n = (uint32_t)(o.num_tokens * o.top_k); /* <= MR_MID_MAX_ENTRIES */
   const uint32_t r = blockIdx.x, R = routing_ctas;
   const uint32_t s0 = mr_mid_split(n, R, r), s1 = mr_mid_split(n, R, r + 1u);
+  const uint32_t RW = mr_mid_rank_warps(E);
   uint32_t* s_start = mr_mid_smem;
   uint32_t* s_cnt = s_start + E;
   uint32_t* s_loc = s_cnt + E;
@@ -69,28 +80,37 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
   uint32_t* big = (uint32_t*)(s_w64 + MR_MID_WARPS);
   uint32_t* hist = big; /* [0, E): entries before s0; [E, 2E): the rest */
 
-  /* the mask is an input: read before anything waits (design.md 7) */
+  /* the mask is an input (design.md 7: non-zero = enabled) */
   const bool my_e = tid < E;
   const bool en = my_e && (o.expert_mask == NULL || __ldg(o.expert_mask + tid) != 0);
   for (uint32_t i = tid; i < 2u * E; i += MR_MID_THREADS) hist[i] = 0u;
   __syncthreads();
 
-  /* 1. both histograms over all n entries: 4 loads in flight per lane */
-  for (uint32_t base = warp * 32u; base < n; base += 4u * MR_MID_THREADS) { /* warp-uniform */
-    uint32_t ev[4];
+  /* 1. both histograms over all n entries, MR_MID_LOADS ids in flight per lane.
+   * Shared atomics, aggregated over runs of equal keys in neighbouring lanes
+   * (a hot expert, or sorted ids, costs one atomic per run, not 32 on one
+   * address). Counts are order-free: the result is deterministic. */
+  const uint32_t lt = mr_lanemask_lt();
+  for (uint32_t base = warp * 32u; base < n; base += MR_MID_LOADS * MR_MID_THREADS) { /* warp-uniform */
+    uint32_t ev[MR_MID_LOADS];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < MR_MID_LOADS; ++j) {
       const uint32_t i = base + (uint32_t)j * MR_MID_THREADS + lane;
       ev[j] = i < n ? (uint32_t)__ldg(topk_ids + i) : MR_MID_NONE;
     }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < MR_MID_LOADS; ++j) {
       const uint32_t b = base + (uint32_t)j * MR_MID_THREADS;
       if (b >= n) break; /* warp-uniform */
       const uint32_t i = b + lane;
       const uint32_t key = ev[j] < E ? ev[j] + (i < s0 ? 0u : E) : MR_MID_NONE; /* out of range: dropped */
-      const uint32_t peers = __match_any_sync(MR_FULL_MASK, key);
-      if (key != MR_MID_NONE && lane == (uint32_t)(__ffs(peers) - 1)) atomicAdd(hist + key, (uint32_t)__popc(peers));
+      const uint32_t left = __shfl_up_sync(MR_FULL_MASK, key, 1);
+      const uint32_t heads = __ballot_sync(MR_FULL_MASK, lane == 0u || key != left);
+      if (key != MR_MID_NONE && ((heads >> lane) & 1u)) {
+        const uint32_t after = heads & ~(lt | (1u << lane)); /* later heads */
+        const uint32_t end = after ? (uint32_t)(__ffs(after) - 1) : 32u;
+        atomicAdd(hist + key, end - lane);
+      }
     }
   }
   __syncthreads();
@@ -113,69 +133,71 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     total += x;
   }
   const unsigned long long ex = pre + incl - v;
-  uint32_t* wc = big; /* [8][E] */
+  uint32_t* wc = big; /* [RW][E] */
   if (my_e) {
     s_start[tid] = (uint32_t)ex;
     s_loc[tid] = (uint32_t)(ex >> 32);
     s_cnt[tid] = cnt;
-#pragma unroll
-    for (int w = 0; w < MR_MID_RANK_WARPS; ++w) wc[w * E + tid] = 0u;
+    for (uint32_t w = 0; w < RW; ++w) wc[w * E + tid] = 0u;
   }
   __syncthreads();
 
-  const uint32_t lt = mr_lanemask_lt();
+  /* 3. padding and block ids of this CTA's share of the experts (stores only:
+   * they drain while the ranking runs) */
+  for (uint32_t e = r * MR_MID_WARPS + warp; e < E; e += R * MR_MID_WARPS) {
+    const uint32_t c = s_cnt[e];
+    if (c != 0u) mr_emit_padding(&o, s_start[e], c, (c + U - 1u) / U * U, s_loc[e], lane);
+  }
+
+  /* 4. rank this CTA's share: rank warp w walks a contiguous sub-slice (at
+   * most MR_MID_ROUNDS x 32 entries, kept in registers for both passes) */
+  const uint32_t nb = mr_key_bits(E);
   const uint32_t span = s1 - s0;
-  const uint32_t slice = ((span + MR_MID_RANK_WARPS - 1u) / MR_MID_RANK_WARPS + 31u) / 32u * 32u;
-  const uint32_t w0 = s0 + (warp < MR_MID_RANK_WARPS ? warp : 0u) * slice;
-  const uint32_t w1 = min(s1, w0 + slice);
-  uint32_t* my_wc = wc + warp * E;
-  if (warp < MR_MID_RANK_WARPS) {
-    /* 3a. pass 1: entries per expert in this warp's sub-slice */
-    for (uint32_t b = w0; b < w1; b += 32u) {
-      const uint32_t i = b + lane;
-      uint32_t e = i < w1 ? (uint32_t)__ldg(topk_ids + i) : MR_MID_NONE;
-      e = (e < E && s_cnt[e] != 0u) ? e : MR_MID_NONE; /* out of range or masked: dropped */
-      const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
-      if (e != MR_MID_NONE && lane == (uint32_t)(__ffs(peers) - 1)) my_wc[e] += (uint32_t)__popc(peers);
-      __syncwarp();
-    }
-  } else {
-    /* 3b. padding and block ids of this CTA's experts (24 warps) */
-    for (uint32_t e = r * (MR_MID_WARPS - MR_MID_RANK_WARPS) + (warp - MR_MID_RANK_WARPS); e < E;
-         e += R * (MR_MID_WARPS - MR_MID_RANK_WARPS)) {
-      const uint32_t c = s_cnt[e];
-      if (c != 0u) mr_emit_padding(&o, s_start[e], c, (c + U - 1u) / U * U, s_loc[e], lane);
-    }
+  const uint32_t slice = ((span + RW - 1u) / RW + 31u) / 32u * 32u;
+  const bool ranks = warp < RW;
+  const uint32_t w0 = s0 + (ranks ? warp : 0u) * slice;
+  const uint32_t w1 = ranks ? min(s1, w0 + slice) : w0;
+  uint32_t* my_wc = wc + (ranks ? warp : 0u) * E;
+  uint32_t ev[MR_MID_ROUNDS], pk[MR_MID_ROUNDS];
+#pragma unroll
+  for (int j = 0; j < MR_MID_ROUNDS; ++j) {
+    const uint32_t i = w0 + (uint32_t)j * 32u + lane;
+    const uint32_t e = i < w1 ? (uint32_t)__ldg(topk_ids + i) : MR_MID_NONE;
+    ev[j] = e;
+  }
+  /* pass 1: entries per expert in the sub-slice; the rank inside each round */
+#pragma unroll
+  for (int j = 0; j < MR_MID_ROUNDS; ++j) {
+    if (w0 + (uint32_t)j * 32u >= w1) break; /* warp-uniform */
+    uint32_t e = ev[j];
+    e = (e < E && s_cnt[e] != 0u) ? e : E; /* out of range or masked: dropped (key E) */
+    ev[j] = e;
+    const uint32_t peers = mr_warp_peers(e, nb);
+    const uint32_t below = (uint32_t)__popc(peers & lt);
+    pk[j] = below;
+    if (e < E) pk[j] += my_wc[e]; /* entries of e in earlier rounds */
+    __syncwarp();
+    if (e < E && below == 0u) my_wc[e] += (uint32_t)__popc(peers);
+    __syncwarp();
   }
   __syncthreads();
   /* prefix over the rank warps: wc[w][e] becomes the position of warp w's first e */
   if (my_e && cnt != 0u) {
     uint32_t pos = s_start[tid] + before;
-#pragma unroll
-    for (int w = 0; w < MR_MID_RANK_WARPS; ++w) {
+    for (uint32_t w = 0; w < RW; ++w) {
       const uint32_t c = wc[w * E + tid];
       wc[w * E + tid] = pos;
       pos += c;
     }
   }
   __syncthreads();
-  if (warp < MR_MID_RANK_WARPS) {
-    /* 3c. pass 2: place */
-    const uint32_t* wbits = (const uint32_t*)topk_weights;
-    for (uint32_t b = w0; b < w1; b += 32u) {
-      const uint32_t i = b + lane;
-      uint32_t e = i < w1 ? (uint32_t)__ldg(topk_ids + i) : MR_MID_NONE;
-      e = (e < E && s_cnt[e] != 0u) ? e : MR_MID_NONE;
-      const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
-      uint32_t pos = 0u;
-      if (e != MR_MID_NONE) pos = my_wc[e] + (uint32_t)__popc(peers & lt);
-      __syncwarp(); /* every peer has read the counter before the leader bumps it */
-      if (e != MR_MID_NONE) {
-        if (lane == (uint32_t)(__ffs(peers) - 1)) my_wc[e] += (uint32_t)__popc(peers);
-        mr_emit_entry(&o, pos, i, wbits);
-      }
-      __syncwarp();
-    }
+  /* pass 2: place */
+  const uint32_t* wbits = (const uint32_t*)topk_weights;
+#pragma unroll
+  for (int j = 0; j < MR_MID_ROUNDS; ++j) {
+    if (w0 + (uint32_t)j * 32u >= w1) break; /* warp-uniform */
+    const uint32_t e = ev[j];
+    if (e < E) mr_emit_entry(&o, my_wc[e] + pk[j], w0 + (uint32_t)j * 32u + lane, wbits);
   }
   if (r == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
 }
@@ -192,6 +214,8 @@ static int64_t mr_mid_max_entries(void) {
 
 extern "C" int mr_cuda_mid_sort_fits(const mr_config* cfg) {
   const int64_t n = cfg->num_tokens * cfg->top_k;
+  /* every CTA's share in registers needs n <= 128 * rank warps * SMs (the launch
+   * raises R to that; 132 SMs x 1024 at E = 1024 is above the default bound) */
   return n > 0 && n <= mr_mid_max_entries() && cfg->num_experts <= MR_MID_THREADS;
 }
 
@@ -200,11 +224,14 @@ extern "C" cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_so
   const int64_t n = cfg->num_tokens * cfg->top_k;
   int64_t r = (n + MR_MID_SHARE - 1) / MR_MID_SHARE;
   if (mr_cuda_tune.mid_share > 0) r = (n + mr_cuda_tune.mid_share - 1) / mr_cuda_tune.mid_share;
+  const size_t E = (size_t)cfg->num_experts;
+  const int64_t rw = (int64_t)mr_mid_rank_warps((uint32_t)E);
+  const int64_t rmin = (n + 32 * MR_MID_ROUNDS * rw - 1) / (32 * MR_MID_ROUNDS * rw); /* share in registers */
   const int64_t cap = mr_cuda_sm_count();
   if (r > cap) r = cap;
+  if (r < rmin) r = rmin; /* more CTAs than SMs: they run in waves (only with a small mid_max knob bound) */
   if (r < 1) r = 1;
-  const size_t E = (size_t)cfg->num_experts;
-  const size_t smem = (3u * E + (E & 1u)) * 4u + MR_MID_WARPS * 8u + (size_t)MR_MID_RANK_WARPS * E * 4u;
+  const size_t smem = (3u * E + (E & 1u)) * 4u + MR_MID_WARPS * 8u + (size_t)MR_MID_COUNTER_WORDS * 4u;
   const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_MID_THREADS);
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(r + clear), MR_MID_THREADS, smem, stream);
   cudaLaunchAttribute attr[1];

@@ -25,7 +25,7 @@
  *               entry is start_e + counts[e][c] + (entries of e earlier in the
  *               chunk). The last term comes from warps that each walk a
  *               contiguous slice of the chunk 32 entries at a time, ranking
- *               equal experts with __match_any_sync, with per-warp running
+ *               equal experts with ballots (mr_warp_peers), with per-warp running
  *               counters (pass 1 counts per warp, a prefix over the 8 warps,
  *               pass 2 places). CTA c also writes the padding and block ids of
  *               experts e with e % 8NC in its warps' share.
@@ -162,7 +162,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
     const bool valid = e < (uint32_t)E;
     /* one atomic per distinct expert in the 32 entries: a hot expert does not
      * serialise 32 atomics on one address */
-    const uint32_t peers = __match_any_sync(MR_FULL_MASK, valid ? e : 0xffffffffu);
+    const uint32_t peers = mr_warp_peers(valid ? e : (uint32_t)E, mr_key_bits((uint32_t)E));
     if (valid && lane == (uint32_t)(__ffs(peers) - 1)) atomicAdd(&mr_hist[e], (uint32_t)__popc(peers));
   }
   __syncthreads();
@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
     const int64_t i = base + lane;
     uint32_t e = i < w1 ? (uint32_t)__ldg(ids + i) : 0xffffffffu;
     e = (e < (uint32_t)E && s_cnt[e] != 0u) ? e : 0xffffffffu; /* dropped: out of range or masked */
-    const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
+    const uint32_t peers = mr_warp_peers(e < (uint32_t)E ? e : (uint32_t)E, mr_key_bits((uint32_t)E));
     if (e != 0xffffffffu && lane == (uint32_t)(__ffs(peers) - 1)) my_wc[e] += (uint32_t)__popc(peers);
     __syncwarp(); /* a later leader of the same expert may be another lane */
   }
@@ -286,7 +286,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
     const int64_t i = base + lane;
     uint32_t e = i < w1 ? (uint32_t)__ldg(ids + i) : 0xffffffffu;
     e = (e < (uint32_t)E && s_cnt[e] != 0u) ? e : 0xffffffffu;
-    const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
+    const uint32_t peers = mr_warp_peers(e < (uint32_t)E ? e : (uint32_t)E, mr_key_bits((uint32_t)E));
     uint32_t pos = 0;
     if (e != 0xffffffffu) pos = my_wc[e] + (uint32_t)__popc(peers & lt);
     __syncwarp(); /* every peer has read the counter before the leader bumps it */

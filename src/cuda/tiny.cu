@@ -15,7 +15,7 @@
  *      warp 0 after its rows) turns expert_mask into a bitmap of E bits and
  *      the prefix counts of its words (local ids, design.md 7).
  *   2. one CTA barrier; warp 0, lane i = entry i:
- *        match = __match_any_sync(expert): cnt = popc(match), rank = popc of
+ *        match = the lanes with the same expert (mr_warp_peers): cnt = popc(match), rank = popc of
  *        the lanes below (ascending i = ascending token, then slot);
  *        leader (rank 0, expert enabled): blocks = ceil(cnt / U);
  *        start block = sum of blocks of the leaders with a smaller expert
@@ -222,9 +222,9 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   } else if (warp == 0) {
     const uint32_t n = tk.n, U = tk.U;
     const bool valid = lane < n;
-    const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * lane] : 0x40000000u + lane; /* unique for the invalid lanes */
+    const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * lane] : tk.E; /* E: no entry, matches no valid lane */
     const uint32_t wb = valid ? sm[MR_TINY_ENT + 2u * lane + 1u] : 0u;
-    const uint32_t match = __match_any_sync(MR_FULL_MASK, e);
+    const uint32_t match = mr_warp_peers(e, mr_key_bits(tk.E));
     const uint32_t cnt = __popc(match), rank = __popc(match & mr_lanemask_lt());
     MR_STAMP(5);
     uint32_t en = valid ? 1u : 0u, local = e;

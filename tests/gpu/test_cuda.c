@@ -1868,8 +1868,10 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 4, 0},     /* T*E 512 -> 640 (and 16 -> 20 experts: no engine shape isolates T*E) */
       {"qwen3", 128, 1},          /* T*k 1024 -> 1032 */
       {"e1024", 24, 0},           /* E * ceil(T*k/32) 6144 -> 7168 */
-      {"qwen3", 2047, 1},         /* the segment gate kernel from T = 2048 (E <= 256, k <= 8 softmax) */
-      {"gpt-oss-120b", 2047, 0},
+      {"qwen3", 2047, 1},         /* the segment gate kernel (E <= 256, k <= 8 softmax): 16 lanes from 2048, */
+      {"qwen3", 4095, 0},         /* 8 from 4096 (k <= 4: 16 from 1024, 8 from 4096, 4 from 8192) */
+      {"gpt-oss-120b", 1023, 0},
+      {"gpt-oss-120b", 8191, 1},
       {"qwen3", 16384, 1},        /* T*k 131072 -> 131080: the mid sort -> the large path / the chain */
       {"deepseek-r1", 16384, 1},
       {"gpt-oss-120b", 16383, 1}, /* route without moe_buf: the mid pair; the chain from 16384 */
@@ -1958,7 +1960,7 @@ static void group_special(void) {
       for (int v = 0; v < 4; v++) {
         if (q && (ki + si + v) % 3) continue;
         tcase tc;
-        special_base(&tc, seg[si].E, seg[si].k, v == 3 ? 3001 : 2048, MOEROUTE_SCORE_SOFTMAX,
+        special_base(&tc, seg[si].E, seg[si].k, v == 3 ? 4100 : v == 2 ? 8192 : 2048, MOEROUTE_SCORE_SOFTMAX,
                      v % 2 ? MOEROUTE_DTYPE_FP16 : MOEROUTE_DTYPE_BF16, seg_kinds[ki], case_seed(8, idx++));
         tc.p.renormalize = v < 2;
         tc.p.scale = v == 2 ? 2.5f : 1.0f;
