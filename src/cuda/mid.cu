@@ -60,7 +60,9 @@ __host__ __device__ __forceinline__ uint32_t mr_mid_rank_warps(uint32_t E) {
 __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     mr_mid_sort_kernel(const __grid_constant__ mr_sort_out o, const int32_t* topk_ids, const float* topk_weights,
                        uint32_t routing_ctas) {
+  MR_STAMP(0);
   mr_pdl_enter();
+  MR_STAMP(1);
   if (blockIdx.x >= routing_ctas) {
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - routing_ctas) * blockDim.x);
@@ -85,6 +87,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
   const bool en = my_e && (o.expert_mask == NULL || __ldg(o.expert_mask + tid) != 0);
   for (uint32_t i = tid; i < 2u * E; i += MR_MID_THREADS) hist[i] = 0u;
   __syncthreads();
+  MR_STAMP(2);
 
   /* 1. both histograms over all n entries, MR_MID_LOADS ids in flight per lane.
    * Shared atomics, aggregated over runs of equal keys in neighbouring lanes
@@ -114,6 +117,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     }
   }
   __syncthreads();
+  MR_STAMP(3);
 
   /* 2. padded scan over the experts, 64-bit: padded count low, enabled high */
   uint32_t cnt = 0u, before = 0u;
@@ -141,6 +145,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     for (uint32_t w = 0; w < RW; ++w) wc[w * E + tid] = 0u;
   }
   __syncthreads();
+  MR_STAMP(4);
 
   /* 3. padding and block ids of this CTA's share of the experts (stores only:
    * they drain while the ranking runs) */
@@ -149,6 +154,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     if (c != 0u) mr_emit_padding(&o, s_start[e], c, (c + U - 1u) / U * U, s_loc[e], lane);
   }
 
+  MR_STAMP(5);
   /* 4. rank this CTA's share: rank warp w walks a contiguous sub-slice (at
    * most MR_MID_ROUNDS x 32 entries, kept in registers for both passes) */
   const uint32_t nb = mr_key_bits(E);
@@ -181,6 +187,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     __syncwarp();
   }
   __syncthreads();
+  MR_STAMP(6);
   /* prefix over the rank warps: wc[w][e] becomes the position of warp w's first e */
   if (my_e && cnt != 0u) {
     uint32_t pos = s_start[tid] + before;
@@ -191,6 +198,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     }
   }
   __syncthreads();
+  MR_STAMP(7);
   /* pass 2: place */
   const uint32_t* wbits = (const uint32_t*)topk_weights;
 #pragma unroll
@@ -200,6 +208,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
     if (e < E) mr_emit_entry(&o, my_wc[e] + pk[j], w0 + (uint32_t)j * 32u + lane, wbits);
   }
   if (r == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
+  MR_STAMP(8);
 }
 
 /* ======================================================================== */
