@@ -601,7 +601,7 @@ static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
     if (memcmp(a->h[i], b->h[i], bf->bytes[i]) != 0) return 0;
   return 1;
 }
-static int g_v6_notime = 0;
+static int g_v6_notime = 0, g_v6_variant = -1;
 static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   moeroute_params p;
   fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, (size_t)T * sh->hidden * 2, &p);
@@ -624,7 +624,8 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   HostOut r0, s0;
   int agree = 1;
   for (int v = 0; v < NV6; ++v) {
-    set_v6(v);
+    if (g_v6_variant >= 0 && v != 0 && v != g_v6_variant) continue;
+    set_v6(g_v6_variant >= 0 ? g_v6_variant : v);
     HostOut r, q;
     poison(&b);
     if (moeroute_cuda_route(&pn, &bn, s) != MOEROUTE_OK) { printf("route: %s\n", moeroute_last_error()); exit(2); }
@@ -702,6 +703,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--v6")) v6 = 1;
     else if (!strcmp(argv[i], "--v6-only") && i + 1 < argc) v6 = 1, v6_only = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--v6-notime")) g_v6_notime = 1;
+    else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) g_v6_variant = atoi(argv[++i]);
     else {
       printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N]\n");
       return 2;

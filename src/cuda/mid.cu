@@ -57,22 +57,15 @@ __host__ __device__ __forceinline__ uint32_t mr_mid_rank_warps(uint32_t E) {
   return w >= 32u ? 32u : w >= 16u ? 16u : 8u;
 }
 
-__global__ void __launch_bounds__(MR_MID_THREADS, 1)
-    mr_mid_sort_kernel(const __grid_constant__ mr_sort_out o, const int32_t* topk_ids, const float* topk_weights,
-                       uint32_t routing_ctas) {
-  MR_STAMP(0);
-  mr_pdl_enter();
-  MR_STAMP(1);
-  if (blockIdx.x >= routing_ctas) {
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - routing_ctas) * blockDim.x);
-    return;
-  }
+/* One routing CTA's work (the kernel below; dev/mid_stamp.cu also runs it twice
+ * in one launch to tell cold-code costs from the work). */
+__device__ __forceinline__ void mr_mid_sort_body(const mr_sort_out& o, const int32_t* topk_ids,
+                                                 const float* topk_weights, uint32_t routing_ctas) {
   extern __shared__ __align__(16) uint32_t mr_mid_smem[];
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t E = (uint32_t)o.num_experts, U = (uint32_t)o.unit_size;
   const uint32_t n = (uint32_t)(o.num_tokens * o.top_k); /* <= MR_MID_MAX_ENTRIES */
-  const uint32_t r = blockIdx.x, R = routing_ctas;
+  const uint32_t r = blockIdx.x, R = routing_ctas; /* routing CTAs come first */
   const uint32_t s0 = mr_mid_split(n, R, r), s1 = mr_mid_split(n, R, r + 1u);
   const uint32_t RW = mr_mid_rank_warps(E);
   uint32_t* s_start = mr_mid_smem;
@@ -209,6 +202,20 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
   }
   if (r == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
   MR_STAMP(8);
+}
+
+__global__ void __launch_bounds__(MR_MID_THREADS, 1)
+    mr_mid_sort_kernel(const __grid_constant__ mr_sort_out o, const int32_t* topk_ids, const float* topk_weights,
+                       uint32_t routing_ctas) {
+  MR_STAMP(0);
+  mr_pdl_enter();
+  MR_STAMP(1);
+  if (blockIdx.x >= routing_ctas) {
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - routing_ctas) * blockDim.x);
+    return;
+  }
+  mr_mid_sort_body(o, topk_ids, topk_weights, routing_ctas);
 }
 
 /* ======================================================================== */
