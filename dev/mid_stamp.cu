@@ -111,6 +111,8 @@ int main(void) {
     o.num_experts = E;
     o.top_k = k;
     o.unit_size = U;
+    o.u_magic = mr_magic(U);
+    o.k_magic = mr_magic(k);
     for (int pdl = 1; pdl >= -1; pdl -= 2) {
       mr_cuda_tune.decode_pdl = pdl;
       double cyc[15][9], ev[15];
@@ -167,7 +169,7 @@ int main(void) {
       const int64_t share = 1024;
       int64_t R = (n + share - 1) / share;
       if (R > 132) R = 132;
-      const size_t smem = (3u * E + (E & 1u)) * 4u + MR_MID_WARPS * 8u + (size_t)MR_MID_COUNTER_WORDS * 4u;
+      const size_t smem = (3u * E + 36u + (size_t)MR_MID_COUNTER_WORDS) * 4u;
       double c0[15][9], c1[15][9];
       for (int rep = 0; rep < 15; ++rep) {
         lab_mid_twice<<<(unsigned)R, MR_MID_THREADS, smem, s>>>(o, ids, w, (uint32_t)R);

@@ -253,7 +253,23 @@ typedef struct mr_sort_out {
   int32_t unit_size;
   unsigned char* moe_buf;
   size_t moe_buf_bytes;
+  uint32_t u_magic; /* mr_magic(unit_size): x / U by mr_udiv */
+  uint32_t k_magic; /* mr_magic(top_k): i / k by mr_udiv */
 } mr_sort_out;
+
+/* Division by a run-time d in 1..1024 without the ~30-instruction integer
+ * division: m = mr_magic(d) = ceil(2^32 / d) (0 for d = 1), then
+ * x / d = umulhi(x, m), exact for x < 2^22 (m*d - 2^32 < d, so the error term
+ * x*(m*d - 2^32) / 2^32 stays below 1/d); larger x divide. */
+static inline uint32_t mr_magic(uint32_t d) {
+  return d <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + d - 1u) / d);
+}
+#ifdef __CUDACC__
+__device__ __forceinline__ uint32_t mr_udiv(uint32_t x, uint32_t d, uint32_t m) {
+  if (m == 0u) return x;
+  return x < (1u << 22) ? __umulhi(x, m) : x / d;
+}
+#endif
 
 /* ---- internal host interface between the .cu files ----------------------------- */
 

@@ -446,7 +446,7 @@ __global__ void __launch_bounds__(MR_LT)
       const uint32_t n = en ? __ldcg(L.tot + e) : 0u; /* a masked expert's entries are dropped */
       pre[q] = __ldcg(L.counts + (size_t)e * G + c);
       cnt[q] = n;
-      v[q] = (unsigned long long)((n + U - 1u) / U * U) | ((unsigned long long)en << 32);
+      v[q] = (unsigned long long)(mr_udiv(n + U - 1u, U, o.u_magic) * U) | ((unsigned long long)en << 32);
     }
     sum += v[q];
   }
@@ -494,7 +494,7 @@ __global__ void __launch_bounds__(MR_LT)
         const uint32_t i = (uint32_t)(base + j * 32 + lane); /* < T*k < 2^31 */
         const uint32_t pos = s_pos[e] + __ldcg(wb + e) + (code[j] >> MR_L_RANK_SHIFT);
         if (o.sorted_ids) {
-          const uint32_t t = i / k, slot = i - t * k;
+          const uint32_t t = mr_udiv(i, k, o.k_magic), slot = i - t * k;
           o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
           if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = __ldcg(wbits + i); /* bit-exact */
         }
@@ -506,7 +506,7 @@ __global__ void __launch_bounds__(MR_LT)
   /* 3. padding and block ids: experts c*8 + warp, + 8G, ... */
   for (uint32_t e = c * MR_LW + warp; e < E; e += G * MR_LW) {
     const uint32_t n = s_cnt[e];
-    if (n != 0u) mr_emit_padding(&o, s_start[e], n, (n + U - 1u) / U * U, s_loc[e], lane);
+    if (n != 0u) mr_emit_padding(&o, s_start[e], n, mr_udiv(n + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
   }
   if (c == 0 && tid == 0) mr_emit_totals(&o, (uint32_t)total);
 }

@@ -71,8 +71,8 @@ __device__ __forceinline__ void mr_mid_sort_body(const mr_sort_out& o, const int
   uint32_t* s_start = mr_mid_smem;
   uint32_t* s_cnt = s_start + E;
   uint32_t* s_loc = s_cnt + E;
-  unsigned long long* s_w64 = (unsigned long long*)(s_loc + E + (E & 1u)); /* 8-byte aligned */
-  uint32_t* big = (uint32_t*)(s_w64 + MR_MID_WARPS);
+  uint32_t* s_wsum = s_loc + E; /* [33]: warp totals, then exclusive warp prefixes and the total */
+  uint32_t* big = s_wsum + 36;
   uint32_t* hist = big; /* [0, E): entries before s0; [E, 2E): the rest */
 
   /* the mask is an input (design.md 7: non-zero = enabled) */
@@ -112,41 +112,66 @@ __device__ __forceinline__ void mr_mid_sort_body(const mr_sort_out& o, const int
   __syncthreads();
   MR_STAMP(3);
 
-  /* 2. padded scan over the experts, 64-bit: padded count low, enabled high */
+  /* 2. scan over the experts in blocks of U (no divisions: blocks by the
+   * magic reciprocal; positions are blocks * U), 32-bit: blocks << 11 |
+   * enabled (blocks <= n + E <= 2^18, enabled <= 1024 < 2^11). Each warp scans
+   * its 32 experts; warp 0 scans the 32 warp totals; every thread adds its
+   * warp's prefix (two barriers, no per-thread loop over the warps). */
   uint32_t cnt = 0u, before = 0u;
   if (my_e) {
     before = hist[tid];
     cnt = en ? before + hist[E + tid] : 0u;
   }
-  const unsigned long long v = (unsigned long long)((cnt + U - 1u) / U * U) | ((unsigned long long)(en ? 1u : 0u) << 32);
-  const unsigned long long incl = mr_warp_incl_scan64(v, lane);
-  if (lane == 31u) s_w64[warp] = incl;
+  const uint32_t blocks = mr_udiv(cnt + U - 1u, U, o.u_magic);
+  const uint32_t v = (blocks << 11) | (en ? 1u : 0u);
+  const uint32_t incl = mr_warp_incl_scan(v, lane);
+  if (lane == 31u) s_wsum[warp] = incl;
   __syncthreads(); /* also: every histogram read is done, big becomes the counters */
-  unsigned long long pre = 0ull, total = 0ull;
-#pragma unroll 8
-  for (uint32_t w = 0; w < MR_MID_WARPS; ++w) {
-    const unsigned long long x = s_w64[w];
-    pre += w < warp ? x : 0ull;
-    total += x;
+  if (warp == 0u) {
+    const uint32_t x = s_wsum[lane];
+    const uint32_t xi = mr_warp_incl_scan(x, lane);
+    s_wsum[lane] = xi - x; /* exclusive prefix of warp `lane` */
+    if (lane == 31u) s_wsum[32] = xi;
   }
-  const unsigned long long ex = pre + incl - v;
   uint32_t* wc = big; /* [RW][E] */
-  if (my_e) {
-    s_start[tid] = (uint32_t)ex;
-    s_loc[tid] = (uint32_t)(ex >> 32);
-    s_cnt[tid] = cnt;
+  if (my_e)
     for (uint32_t w = 0; w < RW; ++w) wc[w * E + tid] = 0u;
+  __syncthreads();
+  const uint32_t ex = s_wsum[warp] + incl - v;
+  const uint32_t total_blocks = s_wsum[32] >> 11;
+  const uint32_t my_start = (ex >> 11) * U; /* first position of expert tid */
+  if (my_e) {
+    s_start[tid] = ex >> 11; /* in blocks */
+    s_loc[tid] = ex & 0x7ffu;
+    s_cnt[tid] = cnt;
   }
   __syncthreads();
   MR_STAMP(4);
 
   /* 3. padding and block ids of this CTA's share of the experts (stores only:
    * they drain while the ranking runs) */
-  for (uint32_t e = r * MR_MID_WARPS + warp; e < E; e += R * MR_MID_WARPS) {
-    const uint32_t c = s_cnt[e];
-    if (c != 0u) mr_emit_padding(&o, s_start[e], c, (c + U - 1u) / U * U, s_loc[e], lane);
+  {
+    const uint32_t T = (uint32_t)o.num_tokens, k = (uint32_t)o.top_k;
+    const int32_t ck_sentinel = (int32_t)((k << 24) | T), vllm_sentinel = (int32_t)(T * k);
+    for (uint32_t e = r * MR_MID_WARPS + warp; e < E; e += R * MR_MID_WARPS) {
+      const uint32_t c = s_cnt[e];
+      if (c == 0u) continue;
+      const uint32_t b0 = s_start[e], nbk = mr_udiv(c + U - 1u, U, o.u_magic);
+      const uint32_t p0 = b0 * U;
+      for (uint32_t j = c + lane; j < nbk * U; j += 32u) {
+        if (o.sorted_ids) {
+          o.sorted_ids[p0 + j] = ck_sentinel;
+          if (o.sorted_weights) o.sorted_weights[p0 + j] = 0.0f;
+        }
+        if (o.sorted_token_ids) o.sorted_token_ids[p0 + j] = vllm_sentinel;
+      }
+      const int32_t loc = (int32_t)s_loc[e];
+      for (uint32_t q = lane; q < nbk; q += 32u) {
+        if (o.sorted_expert_ids) o.sorted_expert_ids[b0 + q] = loc;
+        if (o.expert_ids) o.expert_ids[b0 + q] = loc;
+      }
+    }
   }
-
   MR_STAMP(5);
   /* 4. rank this CTA's share: rank warp w walks a contiguous sub-slice (at
    * most MR_MID_ROUNDS x 32 entries, kept in registers for both passes) */
@@ -183,7 +208,7 @@ __device__ __forceinline__ void mr_mid_sort_body(const mr_sort_out& o, const int
   MR_STAMP(6);
   /* prefix over the rank warps: wc[w][e] becomes the position of warp w's first e */
   if (my_e && cnt != 0u) {
-    uint32_t pos = s_start[tid] + before;
+    uint32_t pos = my_start + before;
     for (uint32_t w = 0; w < RW; ++w) {
       const uint32_t c = wc[w * E + tid];
       wc[w * E + tid] = pos;
@@ -198,9 +223,17 @@ __device__ __forceinline__ void mr_mid_sort_body(const mr_sort_out& o, const int
   for (int j = 0; j < MR_MID_ROUNDS; ++j) {
     if (w0 + (uint32_t)j * 32u >= w1) break; /* warp-uniform */
     const uint32_t e = ev[j];
-    if (e < E) mr_emit_entry(&o, my_wc[e] + pk[j], w0 + (uint32_t)j * 32u + lane, wbits);
+    if (e < E) {
+      const uint32_t pos = my_wc[e] + pk[j], i = w0 + (uint32_t)j * 32u + lane;
+      const uint32_t t = mr_udiv(i, (uint32_t)o.top_k, o.k_magic), slot = i - t * (uint32_t)o.top_k;
+      if (o.sorted_ids) {
+        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+        if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wbits[i];
+      }
+      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
+    }
   }
-  if (r == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
+  if (r == 0u && tid == 0u) mr_emit_totals(&o, total_blocks * U);
   MR_STAMP(8);
 }
 
@@ -247,7 +280,7 @@ extern "C" cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_so
   if (r > cap) r = cap;
   if (r < rmin) r = rmin; /* more CTAs than SMs: they run in waves (only with a small mid_max knob bound) */
   if (r < 1) r = 1;
-  const size_t smem = (3u * E + (E & 1u)) * 4u + MR_MID_WARPS * 8u + (size_t)MR_MID_COUNTER_WORDS * 4u;
+  const size_t smem = (3u * E + 36u + (size_t)MR_MID_COUNTER_WORDS) * 4u;
   const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_MID_THREADS);
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(r + clear), MR_MID_THREADS, smem, stream);
   cudaLaunchAttribute attr[1];

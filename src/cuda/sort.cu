@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
       const uint32_t en = (o.expert_mask == NULL || o.expert_mask[e] != 0) ? 1u : 0u;
       const uint32_t c = en ? tot[e] : 0u;
       cnt[q] = c;
-      v[q] = (unsigned long long)((c + U - 1) / U * U) | (unsigned long long)en << 32;
+      v[q] = (unsigned long long)(mr_udiv(c + U - 1u, U, o.u_magic) * U) | (unsigned long long)en << 32;
     }
     sum += v[q];
   }
@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
   for (uint32_t e = bx * W + warp; e < (uint32_t)E; e += W * nc) {
     const uint32_t c = s_cnt[e];
     if (c == 0) continue;
-    mr_emit_padding(&o, s_start[e], c, (c + U - 1) / U * U, s_loc[e], lane);
+    mr_emit_padding(&o, s_start[e], c, mr_udiv(c + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
   }
   if (bx == 0 && tid == 0) mr_emit_totals(&o, (uint32_t)total);
 }
@@ -357,4 +357,6 @@ extern "C" void mr_cuda_sort_out_init(const mr_config* cfg, const moeroute_buffe
   o->unit_size = cfg->unit_size;
   o->moe_buf = cfg->moe_buf_bytes > 0 ? (unsigned char*)b->moe_buf : NULL;
   o->moe_buf_bytes = cfg->moe_buf_bytes;
+  o->u_magic = mr_magic((uint32_t)cfg->unit_size);
+  o->k_magic = mr_magic((uint32_t)cfg->top_k);
 }

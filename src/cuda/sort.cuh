@@ -41,7 +41,7 @@
 __device__ __forceinline__ void mr_emit_entry(const mr_sort_out* o, uint32_t pos, uint32_t i,
                                               const uint32_t* weight_bits) {
   const uint32_t k = (uint32_t)o->top_k;
-  const uint32_t t = i / k, slot = i - t * k;
+  const uint32_t t = mr_udiv(i, k, o->k_magic), slot = i - t * k;
   if (o->sorted_ids) {
     o->sorted_ids[pos] = (int32_t)((slot << 24) | t);
     if (o->sorted_weights) ((uint32_t*)o->sorted_weights)[pos] = weight_bits[i];
@@ -64,8 +64,8 @@ __device__ __forceinline__ void mr_emit_padding(const mr_sort_out* o, uint32_t s
     }
     if (o->sorted_token_ids) o->sorted_token_ids[pos] = vllm_sentinel;
   }
-  const uint32_t b1 = (start + pad) / U;
-  for (uint32_t b = start / U + lane; b < b1; b += 32) {
+  const uint32_t b1 = mr_udiv(start + pad, U, o->u_magic);
+  for (uint32_t b = mr_udiv(start, U, o->u_magic) + lane; b < b1; b += 32) {
     if (o->sorted_expert_ids) o->sorted_expert_ids[b] = (int32_t)local_id;
     if (o->expert_ids) o->expert_ids[b] = (int32_t)local_id;
   }
