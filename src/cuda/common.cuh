@@ -352,6 +352,8 @@ cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* 
 
 /* sort.cu: the one-launch sort for small T*k, and the general multi-kernel sort. */
 int mr_cuda_small_sort_fits(const mr_config* cfg);
+/* 1 if the gate kernel gates cfg's rows with a segment of lanes per row (gate.cu, v6). */
+int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* a);
 /* The mid sort (mid.cu): one launch, no workspace, T*k above the small sort's bound. */
 int mr_cuda_mid_sort_fits(const mr_config* cfg);
 cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,

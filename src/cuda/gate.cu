@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
  * 29.0 / 16.9 / 12.0 / 9.96. Fewer lanes per row issue fewer instructions per
  * row (fewer butterfly stages) but make each row's chain longer: they pay once
  * the rows fill the GPU several times over. */
-static int mr_gate_seg_lpr(const mr_config* cfg, int kind) {
+static int mr_gate_seg_lpr(const mr_config* cfg, int kind) {  /* also mr_cuda_gate_segmented */
   if (kind != MR_KIND_PACKED || cfg->dtype == MOEROUTE_DTYPE_FP32 || cfg->num_experts > 256 || cfg->top_k > 8)
     return 0;
   const int knob = mr_cuda_tune.gate_lpr;
@@ -124,6 +124,10 @@ static int mr_gate_seg_lpr(const mr_config* cfg, int kind) {
   const int64_t T = cfg->num_tokens;
   if (cfg->top_k <= 4) return T >= 8192 ? 4 : T >= 4096 ? 8 : T >= 1024 ? 16 : 0;
   return T >= 4096 ? 8 : T >= 2048 ? 16 : 0;
+}
+
+extern "C" int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* a) {
+  return mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype)) != 0;
 }
 
 template <int DT, int EPS, int LPR, int L>

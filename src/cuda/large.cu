@@ -730,9 +730,14 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
  * (Kimi-K2 18.1 / 20.2 at 2048) though not all (DeepSeek-R1 softmax 12.1 / 11.4
  * at 1024). */
 #define MR_L_CHAIN_MIN_T 16384
-static int mr_l_route_as_chain(const mr_config* cfg, const mr_sort_out* o) {
+static int mr_l_route_as_chain(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
   if (mr_cuda_large_v1(o->moe_buf_bytes)) return 1;
-  return mr_cuda_tune.general_v1 == 0 && cfg->num_tokens >= MR_L_CHAIN_MIN_T;
+  if (mr_cuda_tune.general_v1 != 0) return 0;
+  /* v6: where the gate kernel gates a row with a segment of lanes (16-bit
+   * softmax, E <= 256, k <= 8) it is 1.6-2.1x faster than L1's warp per row
+   * (lab run 8e, DeepSeek-R1 sizes: gate kernel 2.92 us at T = 4096, 4.46 at
+   * 8192, against large.cu's route 17.2 / 21.6 in all) */
+  return cfg->num_tokens >= MR_L_CHAIN_MIN_T || mr_cuda_gate_segmented(cfg, a);
 }
 
 extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
@@ -742,7 +747,7 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   unsigned char* w = (unsigned char*)workspace;
   const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
   const size_t smem = mr_l_route_smem(cfg, a);
-  if (mr_l_route_as_chain(cfg, o) || smem > MR_L_SMEM_MAX) {
+  if (mr_l_route_as_chain(cfg, a, o) || smem > MR_L_SMEM_MAX) {
     /* the chain: gate into the caller's top-k outputs or the workspace, then sort */
     int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
     float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));

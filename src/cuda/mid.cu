@@ -42,10 +42,15 @@
 #define MR_MID_COUNTER_WORDS 8192 /* rank warps x E counters (32 KB) */
 #define MR_MID_ROUNDS 4           /* 32-entry rounds per rank warp: share <= 128 x rank warps */
 #define MR_MID_LOADS 8            /* ids in flight per lane while counting */
-#define MR_MID_SHARE 1024         /* entries per routing CTA (auto) */
-/* Largest T*k the mid sort takes by default. Set from the lab's side-by-side
- * timing against the large path (docs/perf-log.md v6). */
-#define MR_MID_MAX_ENTRIES 131072
+/* Entries per routing CTA and the largest T*k taken by default, from lab run
+ * 8e (large_lab --v6, kernel metric, sort alone, DeepSeek-R1 sizes, us): share
+ * 512 / 1024 / 2048 at T = 1024: 7.50 / 9.28 / 13.15 (large path 9.29); the
+ * placing is bound by scattered stores per SM, so more CTAs place faster, while
+ * every CTA's redundant count grows with T*k: T*k = 16384 (T = 2048) 9.10 against
+ * the large path's 9.75, 32768 12.25 against 10.52 (GPT-OSS-120B: 16384 8.81
+ * against 9.02, 32768 11.96 against 9.53). docs/perf-log.md v6. */
+#define MR_MID_SHARE 512
+#define MR_MID_MAX_ENTRIES 16384
 #define MR_MID_NONE 0xffffffffu
 
 static __device__ __forceinline__ uint32_t mr_mid_split(uint32_t n, uint32_t parts, uint32_t i) {

@@ -1872,9 +1872,10 @@ static void group_thresholds(void) {
       {"qwen3", 4095, 0},         /* 8 from 4096 (k <= 4: 16 from 1024, 8 from 4096, 4 from 8192) */
       {"gpt-oss-120b", 1023, 0},
       {"gpt-oss-120b", 8191, 1},
-      {"qwen3", 16384, 1},        /* T*k 131072 -> 131080: the mid sort -> the large path / the chain */
-      {"deepseek-r1", 16384, 1},
-      {"gpt-oss-120b", 16383, 1}, /* route without moe_buf: the mid pair; the chain from 16384 */
+      {"qwen3", 2048, 1},         /* T*k 16384 -> 16392: the mid sort -> the chain (segment gate) / large path */
+      {"gpt-oss-120b", 4096, 0},
+      {"kimi-k2", 2048, 1},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
+      {"deepseek-r1", 16383, 1},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
