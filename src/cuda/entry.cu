@@ -3,7 +3,7 @@
  * host, check the specialisation list, pick a path, launch, check every
  * launch.
  *
- * Paths (docs/design.md 17-19; the measurements in docs/perf-log.md v5):
+ * Paths (docs/design.md 17-23; the measurements in docs/perf-log.md v5-v6):
  *
  *   route  16-bit softmax rows without bias or groups,  one launch: one routing CTA and
  *          1 <= T <= 8, T*k <= 32, T*E <= 512 and       a one-warp sort (tiny.cu)
@@ -12,15 +12,21 @@
  *            with PDL (default on sm_90+)               the pair: gate kernel, then the
  *                                                       one-launch sort (2 launches)
  *            without PDL                                one cluster launch (fused.cu)
+ *          else T*k <= 16384                            the mid pair: gate kernel (clearing
+ *                                                       5/8 of moe_buf), then the mid sort
+ *                                                       (mid.cu, one launch, the rest)
  *          otherwise, without a moe_buf, T < 16384      the large path (large.cu,
- *                                                       dev/large-notes.md): gate+rank,
- *                                                       scan, place: 3 launches chained
+ *          and rows the gate kernel does not            dev/large-notes.md): gate+rank,
+ *          segment                                      scan, place: 3 launches chained
  *                                                       by PDL
- *          otherwise (a moe_buf, T >= 16384, or a       the chain: gate kernel (clearing
- *          first large.cu launch over 48 KB)            5/8 of moe_buf), then the general
+ *          otherwise (a moe_buf, T >= 16384, segmented  the chain: gate kernel (clearing
+ *          rows, or a first large.cu launch over 48 KB) 5/8 of moe_buf), then the general
  *                                                       sort (the rest)
- *   gate   any T                                     gate kernel (or nothing at T = 0)
+ *   gate   any T                                     gate kernel (or nothing at T = 0);
+ *                                                    16-bit softmax rows, E <= 256, k <= 8
+ *                                                    by segments of 16/8/4 lanes at large T
  *   sort   same bound as the pair                    one launch (sort.cu)
+ *          T*k <= 16384                              one launch (mid.cu)
  *          otherwise                                  the large path (rank, scan,
  *                                                     place; 3 launches) without a
  *                                                     moe_buf, the run-1 general sort
