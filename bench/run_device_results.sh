@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call for a results run (session 6, run 8): build; then in parallel ctest
 # (test_cuda full, quick, no-PDL), test_cuda --large and bench/sanitize.sh (every tool);
-# then, alone on the GPU, the decode benchmark (every preset, kernel/graph/eager) and the
-# scaling sweep (bench/scaling.sh). Files under $OUT (not a tarball: they come back as is).
+# then, alone on the GPU, the scaling sweep (bench/scaling.sh) and the decode benchmark
+# (every preset, kernel/graph/eager). Files under $OUT (not a tarball: they come back as is).
 # Usage on the device, repo root: COMMIT=<sha> bash bench/run_device_results.sh
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
@@ -11,16 +11,16 @@ B=build-dev
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "commit ${COMMIT:-?}"; date -u; nvcc --version | tail -2; } > $O/env.log
 cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $O/build.log 2>&1 && cmake --build $B -j16 >> $O/build.log 2>&1 || { tail -20 $O/build.log; exit 1; }
 echo "build $((SECONDS-T0)) s" >> $O/env.log
-( timeout ${CTEST_S:-170} ctest --test-dir $B -j 8 -V --timeout 600 > $O/ctest.log 2>&1; echo "ctest rc=$?" >> $O/ctest.log ) &
+( timeout ${CTEST_S:-150} ctest --test-dir $B -j 8 -V --timeout 600 > $O/ctest.log 2>&1; echo "ctest rc=$?" >> $O/ctest.log ) &
 ( timeout ${LARGE_S:-100} $B/tests/gpu/test_cuda --large --group large > $O/test_cuda_large.log 2>&1; echo "large rc=$?" >> $O/test_cuda_large.log ) &
-( SANITIZE_TIMEOUT=${SANITIZE_S:-140} bash bench/sanitize.sh $B $O/sanitize.log > /dev/null 2>&1 ) &
+( SANITIZE_TIMEOUT=${SANITIZE_S:-120} bash bench/sanitize.sh $B $O/sanitize.log > /dev/null 2>&1 ) &
 wait
 echo "tests $((SECONDS-T0)) s" >> $O/env.log
+MOEROUTE_BIN=$B/tools/moeroute timeout ${SCALING_S:-130} bash bench/scaling.sh $O > $O/scaling.log 2>&1; echo "scaling rc=$?" >> $O/scaling.log
+echo "scaling $((SECONDS-T0)) s" >> $O/env.log
 CMD="$B/tools/moeroute bench --backend cuda --format csv"
 echo "$CMD" > $O/h200-decode.cmd
-timeout ${BENCH_S:-140} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench rc=$?" >> $O/bench.err
-echo "bench $((SECONDS-T0)) s" >> $O/env.log
-MOEROUTE_BIN=$B/tools/moeroute timeout ${SCALING_S:-150} bash bench/scaling.sh $O > $O/scaling.log 2>&1; echo "scaling rc=$?" >> $O/scaling.log
+timeout ${BENCH_S:-110} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench rc=$?" >> $O/bench.err
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 grep -E "tests passed|tests failed|ctest rc" $O/ctest.log | tail -3
 for n in $(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: test_cuda' $O/ctest.log | sed -E 's/.*#([0-9]+):.*/\1/'); do grep -E "^$n: [0-9]+ passed, [0-9]+ failed" $O/ctest.log | tail -1; done
