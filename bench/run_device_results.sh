@@ -18,7 +18,7 @@ wait
 echo "tests $((SECONDS-T0)) s" >> $O/env.log
 MOEROUTE_BIN=$B/tools/moeroute timeout ${SCALING_S:-130} bash bench/scaling.sh $O > $O/scaling.log 2>&1; echo "scaling rc=$?" >> $O/scaling.log
 echo "scaling $((SECONDS-T0)) s" >> $O/env.log
-CMD="$B/tools/moeroute bench --backend cuda --format csv"
+CMD="$B/tools/moeroute bench --backend cuda --format csv${BENCH_MODELS:+ --models $BENCH_MODELS}"
 echo "$CMD" > $O/h200-decode.cmd
 timeout ${BENCH_S:-110} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench rc=$?" >> $O/bench.err
 echo "total $((SECONDS-T0)) s" >> $O/env.log
