@@ -6,15 +6,15 @@
  * Paths (docs/design.md 17-23; the measurements in docs/perf-log.md v5-v6):
  *
  *   route  16-bit softmax rows without bias or groups,  one launch: one routing CTA and
- *          1 <= T <= 8, T*k <= 32, T*E <= 512 and       a one-warp sort (tiny.cu)
- *          min(T*k, E) <= 16
+ *          1 <= T <= 8, T*k <= 32, T*E <= 512,          a one-warp sort (tiny.cu)
+ *          min(T*k, E) <= 16 and E <= 256
  *          else T*k <= 1024 and E*ceil(T*k/32) <= 6144:
  *            with PDL (default on sm_90+)               the pair: gate kernel, then the
  *                                                       one-launch sort (2 launches)
  *            without PDL                                one cluster launch (fused.cu)
- *          else T*k <= 16384                            the mid pair: gate kernel (clearing
- *                                                       5/8 of moe_buf), then the mid sort
- *                                                       (mid.cu, one launch, the rest)
+ *          else T*k <= 16384                            the mid pair: gate kernel, then the
+ *                                                       mid sort (mid.cu, one launch, which
+ *                                                       also clears moe_buf)
  *          otherwise, without a moe_buf, T < 16384      the large path (large.cu,
  *          and rows the gate kernel does not            dev/large-notes.md): gate+rank,
  *          segment                                      scan, place: 3 launches chained
@@ -295,15 +295,13 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     const size_t half = mr_route_topk_half(&cfg);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
-    /* moe_buf: the gate launch's first CTAs clear 5/8 of it beside the gating,
-     * the mid sort's extra CTAs the rest beside the sorting */
-    mr_sort_out so2 = so;
-    size_t first = so.moe_buf ? so.moe_buf_bytes / 8u * 5u : 0u;
-    first &= ~(size_t)15u;
-    so2.moe_buf = so.moe_buf ? so.moe_buf + first : NULL;
-    so2.moe_buf_bytes = so.moe_buf_bytes - first;
-    err = mr_cuda_launch_gate_clear(&cfg, &ga, ids, wts, so.moe_buf, first, s);
-    if (err == cudaSuccess) err = mr_cuda_launch_mid_sort(&cfg, &so2, ids, so.sorted_weights ? wts : NULL, s);
+    /* moe_buf: all of it by the mid sort's extra CTAs, as in the chain gate +
+     * sort. Run 8 (bench/results/run8, kernel metric, with moe_buf) measured
+     * the 5/8 split across the two launches 1.03 - 1.18x slower than the chain
+     * at T = 128 - 4096 (GPT-OSS-120B T = 2048: 11.00 against 9.68 us; Kimi-K2
+     * 21.89 against 18.63); without it the two are the same kernels. */
+    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_mid_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
   } else if (cfg.num_tokens == 0 && mr_cuda_no_cluster()) {
     /* nothing to gate: the one-launch sort of zero entries clears moe_buf and
      * writes the totals (as sort does at T = 0) */

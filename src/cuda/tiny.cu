@@ -1,6 +1,6 @@
 /*
  * tiny.cu - route in ONE launch for 16-bit softmax rows when T <= 8, T*k <= 32,
- * T*E <= 512 and min(T*k, E) <= 16 (mr_cuda_tiny_takes; DeepSeek-R1 sizes T <= 2):
+ * T*E <= 512, min(T*k, E) <= 16 and E <= 256 (mr_cuda_tiny_takes; DeepSeek-R1 sizes T <= 2):
  * one routing CTA gates every row itself (a warp per row) and sorts the at
  * most 32 entries inside ONE warp, with no expert-sized table, no block-wide
  * scan and no cross-CTA exchange; the other CTAs of the launch clear moe_buf.
@@ -323,10 +323,13 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
    * each (min(T*k, E) <= 16 distinct experts); beyond, it lost: Mixtral T = 12,
    * 16 (two rows per warp) 0.86 - 0.89x, Qwen3-235B and OLMoE at T = 4 (32
    * entries, up to 32 records, ~900 cycles each) 0.94 - 0.95x. */
+  /* Run 8 (bench/results/run8) adds: with E = 512 (Qwen3-Next, T = 1) tiny.cu
+   * lost to the pair in runs 6, 7 and 8 (4.14 / 4.14 / 4.37 us against 4.05 /
+   * 4.11 / 4.02): rows of E > 256 take the pair. */
   if (mr_cuda_tune.tiny_max_n <= 0) {
     const int64_t n = cfg->num_tokens * cfg->top_k;
     const int64_t rec = n < cfg->num_experts ? n : cfg->num_experts;
-    if (cfg->num_tokens > MR_TINY_WARPS || rec > 16) return 0;
+    if (cfg->num_tokens > MR_TINY_WARPS || rec > 16 || cfg->num_experts > 256) return 0;
   }
   return mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && mr_cuda_tiny_fits(cfg);
 }
