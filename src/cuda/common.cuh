@@ -259,8 +259,8 @@ typedef struct mr_sort_out {
 
 /* Division by a run-time d in 1..1024 without the ~30-instruction integer
  * division: m = mr_magic(d) = ceil(2^32 / d) (0 for d = 1), then
- * x / d = umulhi(x, m), exact for x < 2^22 (m*d - 2^32 < d, so the error term
- * x*(m*d - 2^32) / 2^32 stays below 1/d); larger x divide. */
+ * x / d = umulhi(x, m), exact for x < 2^22 (m*d - 2^32 < d, so x*(m*d - 2^32) / 2^32 < 1
+ * and the error x*(m*d - 2^32) / (d * 2^32) stays below 1/d); larger x divide. */
 static inline uint32_t mr_magic(uint32_t d) {
   return d <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + d - 1u) / d);
 }

@@ -15,14 +15,14 @@
  *      start, enabled-expert count (the local id), count; an expert switched
  *      off by the mask counts 0 and its entries are dropped;
  *   3. writes the padding and block ids of its share of the experts;
- *   4. ranks its own share in token order: RW rank warps (8192 / E, at most
- *      32) each walk a contiguous sub-slice of at most 4 x 32 entries, kept in
+ *   4. ranks its own share in token order: RW rank warps (8192 / E rounded
+ *      down to 8, 16 or 32) each walk a contiguous sub-slice of at most 4 x 32 entries, kept in
  *      registers: pass 1 counts entries per expert per warp and ranks inside
  *      each 32-entry round (mr_warp_peers: ballots, ties by lane = entry
  *      order); a prefix over the rank warps from start + "before"; pass 2
  *      places;
  *   5. CTA 0 writes the totals.
- * Further CTAs clear moe_buf (what the caller left of it) without waiting.
+ * Further CTAs clear moe_buf (after the PDL wait, not waiting for the routing).
  *
  * The redundant counting (every CTA reads every id) costs n*4 bytes of L2
  * reads per CTA; it buys the absence of any cross-CTA exchange, so the whole
@@ -262,7 +262,8 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
 
 static int64_t mr_mid_max_entries(void) {
   if (mr_cuda_tune.mid_max_entries < 0) return 0;
-  if (mr_cuda_tune.mid_max_entries > 0) return mr_cuda_tune.mid_max_entries;
+  if (mr_cuda_tune.mid_max_entries > 0) /* the packed block scan needs blocks < 2^21 */
+    return mr_cuda_tune.mid_max_entries < (1 << 20) ? mr_cuda_tune.mid_max_entries : (1 << 20);
   return MR_MID_MAX_ENTRIES;
 }
 
