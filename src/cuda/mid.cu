@@ -155,27 +155,9 @@ __device__ __forceinline__ void mr_mid_sort_body(const mr_sort_out& o, const int
 
   /* 3. padding and block ids of this CTA's share of the experts (stores only:
    * they drain while the ranking runs) */
-  {
-    const uint32_t T = (uint32_t)o.num_tokens, k = (uint32_t)o.top_k;
-    const int32_t ck_sentinel = (int32_t)((k << 24) | T), vllm_sentinel = (int32_t)(T * k);
-    for (uint32_t e = r * MR_MID_WARPS + warp; e < E; e += R * MR_MID_WARPS) {
-      const uint32_t c = s_cnt[e];
-      if (c == 0u) continue;
-      const uint32_t b0 = s_start[e], nbk = mr_udiv(c + U - 1u, U, o.u_magic);
-      const uint32_t p0 = b0 * U;
-      for (uint32_t j = c + lane; j < nbk * U; j += 32u) {
-        if (o.sorted_ids) {
-          o.sorted_ids[p0 + j] = ck_sentinel;
-          if (o.sorted_weights) o.sorted_weights[p0 + j] = 0.0f;
-        }
-        if (o.sorted_token_ids) o.sorted_token_ids[p0 + j] = vllm_sentinel;
-      }
-      const int32_t loc = (int32_t)s_loc[e];
-      for (uint32_t q = lane; q < nbk; q += 32u) {
-        if (o.sorted_expert_ids) o.sorted_expert_ids[b0 + q] = loc;
-        if (o.expert_ids) o.expert_ids[b0 + q] = loc;
-      }
-    }
+  for (uint32_t e = r * MR_MID_WARPS + warp; e < E; e += R * MR_MID_WARPS) {
+    const uint32_t c = s_cnt[e];
+    if (c != 0u) mr_emit_padding(&o, s_start[e] * U, c, mr_udiv(c + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
   }
   MR_STAMP(5);
   /* 4. rank this CTA's share: rank warp w walks a contiguous sub-slice (at
@@ -228,15 +210,7 @@ __device__ __forceinline__ void mr_mid_sort_body(const mr_sort_out& o, const int
   for (int j = 0; j < MR_MID_ROUNDS; ++j) {
     if (w0 + (uint32_t)j * 32u >= w1) break; /* warp-uniform */
     const uint32_t e = ev[j];
-    if (e < E) {
-      const uint32_t pos = my_wc[e] + pk[j], i = w0 + (uint32_t)j * 32u + lane;
-      const uint32_t t = mr_udiv(i, (uint32_t)o.top_k, o.k_magic), slot = i - t * (uint32_t)o.top_k;
-      if (o.sorted_ids) {
-        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-        if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wbits[i];
-      }
-      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
-    }
+    if (e < E) mr_emit_entry(&o, my_wc[e] + pk[j], w0 + (uint32_t)j * 32u + lane, wbits);
   }
   if (r == 0u && tid == 0u) mr_emit_totals(&o, total_blocks * U);
   MR_STAMP(8);
