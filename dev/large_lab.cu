@@ -534,21 +534,40 @@ static double time_op(TOp op, const moeroute_params* p, const moeroute_buffers* 
   return ts[reps / 2];
 }
 
-static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_t s) {
-  moeroute_params p;
-  fill_params(sh, T, MOEROUTE_LAYOUT_CK, (size_t)T * sh->hidden * 2, &p);
+/* A timing shape: params with moe_buf [T, hidden] bf16 (p) and without (pn),
+ * buffers, random inputs (the bias freed for shapes without one). */
+typedef struct LabShape {
+  moeroute_params p, pn;
   Bufs b;
-  bufs_alloc(&p, 0, &b);
-  float* hb = (float*)malloc((size_t)sh->E * 4);
-  int32_t* hm = (int32_t*)malloc((size_t)sh->E * 4);
+  float* hb;
+  int32_t* hm;
   void* hl;
-  upload_inputs(&p, &b, hb, hm, &hl);
+} LabShape;
+static void lab_shape_init(const Shape* sh, int64_t T, uint32_t layouts, LabShape* x) {
+  fill_params(sh, T, layouts, (size_t)T * sh->hidden * 2, &x->p);
+  bufs_alloc(&x->p, 0, &x->b);
+  x->hb = (float*)malloc((size_t)sh->E * 4);
+  x->hm = (int32_t*)malloc((size_t)sh->E * 4);
+  upload_inputs(&x->p, &x->b, x->hb, x->hm, &x->hl);
   if (!sh->bias) {
-    CK(cudaFree(b.bias));
-    b.bias = NULL;
+    CK(cudaFree(x->b.bias));
+    x->b.bias = NULL;
   }
-  moeroute_params pn = p;
-  pn.moe_buf_bytes = 0;
+  x->pn = x->p;
+  x->pn.moe_buf_bytes = 0;
+}
+static void lab_shape_free(LabShape* x) {
+  free(x->hb);
+  free(x->hm);
+  free(x->hl);
+  bufs_free(&x->b);
+}
+
+static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_t s) {
+  LabShape x;
+  lab_shape_init(sh, T, MOEROUTE_LAYOUT_CK, &x);
+  moeroute_params p = x.p, pn = x.pn;
+  Bufs b = x.b;
   moeroute_buffers bu, bn;
   bind(&p, &b, 1, 0, &bu);
   bind(&pn, &b, 1, 0, &bn);
@@ -570,10 +589,7 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
            sh->name, (long long)T, VARIANTS[v].name, rn, rb, sn, sb, ms, rb / ms);
   }
   set_variant(0);
-  free(hb);
-  free(hm);
-  free(hl);
-  bufs_free(&b);
+  lab_shape_free(&x);
 }
 
 /* ---- v6: the mid sort (mid.cu) and the segment gate kernel (gate.cu) -------------------
@@ -603,20 +619,10 @@ static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
 }
 static int g_v6_notime = 0, g_v6_variant = -1;
 static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
-  moeroute_params p;
-  fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, (size_t)T * sh->hidden * 2, &p);
-  Bufs b;
-  bufs_alloc(&p, 0, &b);
-  float* hb = (float*)malloc((size_t)sh->E * 4);
-  int32_t* hm = (int32_t*)malloc((size_t)sh->E * 4);
-  void* hl;
-  upload_inputs(&p, &b, hb, hm, &hl);
-  if (!sh->bias) {
-    CK(cudaFree(b.bias));
-    b.bias = NULL;
-  }
-  moeroute_params pn = p;
-  pn.moe_buf_bytes = 0;
+  LabShape x;
+  lab_shape_init(sh, T, MOEROUTE_LAYOUT_BOTH, &x);
+  moeroute_params p = x.p, pn = x.pn;
+  Bufs b = x.b;
   moeroute_buffers bu, bn, bs;
   bind(&p, &b, 1, 0, &bu);
   bind(&pn, &b, 1, 0, &bn);
@@ -667,18 +673,10 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   }
   hostout_free(&r0);
   hostout_free(&s0);
-  if (g_v6_notime) {
-    printf("v6 %-20s T=%6lld checked, agree %d\n", sh->name, (long long)T, agree);
-    set_v6(0);
-    free(hb);
-    free(hm);
-    free(hl);
-    bufs_free(&b);
-    return;
-  }
-  spin_kernel<<<264, 128, 0, s>>>(20000000ull);
-  const double ms = time_op(OP_MEMSET, &p, &bu, s);
-  for (int v = 0; v < NV6; ++v) {
+  if (g_v6_notime) printf("v6 %-20s T=%6lld checked, agree %d\n", sh->name, (long long)T, agree);
+  if (!g_v6_notime) spin_kernel<<<264, 128, 0, s>>>(20000000ull);
+  const double ms = g_v6_notime ? 0.0 : time_op(OP_MEMSET, &p, &bu, s);
+  for (int v = 0; v < NV6 && !g_v6_notime; ++v) {
     set_v6(v);
     const double g = time_op(OP_GATE, &pn, &bn, s);
     const double rn = time_op(OP_ROUTE, &pn, &bn, s);
@@ -688,10 +686,7 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
            sh->name, (long long)T, V6S[v].name, g, rn, rb, sn, ms, agree);
   }
   set_v6(0);
-  free(hb);
-  free(hm);
-  free(hl);
-  bufs_free(&b);
+  lab_shape_free(&x);
 }
 
 int main(int argc, char** argv) {
