@@ -170,6 +170,94 @@ static cudaError_t mr_launch_seg(const mr_gate_p* p, int epl, int lpr, int32_t* 
   return cudaErrorInvalidConfiguration; /* unreachable: mr_gate_seg_lpr */
 }
 
+/* FULL / GROUPED rows of sigmoid or sqrt_softplus at decode: a row per CTA of
+ * four warps (gate.cuh, mr_gate_wide_row), grid-stride beyond. */
+template <int DT, int EPL, int KIND>
+__global__ void __launch_bounds__(MR_WIDE_THREADS)
+    mr_gate_wide_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
+                        unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas) {
+  mr_pdl_enter();
+  if (blockIdx.x < clear_ctas) {
+    mr_clear_bytes(clear_buf, clear_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
+                   (size_t)clear_ctas * blockDim.x);
+    return;
+  }
+  __shared__ __align__(16) mr_wide_smem<EPL> s;
+  constexpr bool GR = KIND == MR_KIND_GROUPED;
+  const int64_t T = p.num_tokens, step = (int64_t)(gridDim.x - clear_ctas);
+  const int k = p.top_k;
+#pragma unroll 1
+  for (int64_t t = (int64_t)(blockIdx.x - clear_ctas); t < T; t += step) {
+    if (t >= step) __syncthreads(); /* the previous row's readers of s are done */
+    const unsigned char* row = p.logits + t * p.row_bytes;
+    int32_t* ids = topk_ids + t * k;
+    float* ws = topk_weights + t * k;
+    if (k <= 4)
+      mr_gate_wide_row<DT, EPL, GR, 4>(p, row, s, ids, ws);
+    else if (k <= 8)
+      mr_gate_wide_row<DT, EPL, GR, 8>(p, row, s, ids, ws);
+    else
+      mr_gate_wide_row<DT, EPL, GR, 16>(p, row, s, ids, ws);
+  }
+}
+
+/* Decode T bound of the wide kernel (auto). */
+#define MR_WIDE_DEFAULT_T 128
+
+/* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), k <= 16,
+ * E > 128 (EPL >= 8: at least two elements per lane and warp), T within the
+ * bound; grouped selection when each group is whole lanes of one warp. Knob
+ * mr_cuda_tune.gate_wide: -1 never, > 0 the T bound instead of the default. */
+static int mr_gate_wide_fits(const mr_config* cfg, const mr_gate_args* a, int kind) {
+  const int knob = mr_cuda_tune.gate_wide;
+  if (knob < 0 || cfg->num_tokens < 1) return 0;
+  if (cfg->num_tokens > (knob > 0 ? (int64_t)knob : (int64_t)MR_WIDE_DEFAULT_T)) return 0;
+  if (kind == MR_KIND_PACKED || a->score == MOEROUTE_SCORE_SOFTMAX || a->top_k > 16) return 0;
+  const int epl = mr_cuda_epl_bucket(a->num_experts);
+  if (epl < 8) return 0;
+  if (kind == MR_KIND_GROUPED) {
+    const int epw = epl / MR_WIDE_WARPS, gs = a->group_size;
+    if (a->num_groups > 32 || gs % epw != 0 || (32 * epw) % gs != 0) return 0;
+    const int lpg = gs / epw;
+    if (lpg > 32 || (lpg & (lpg - 1)) != 0) return 0;
+  }
+  return 1;
+}
+
+template <int DT, int EPL, int KIND>
+static cudaError_t mr_launch_wide_t(const mr_gate_p* p0, int32_t* topk_ids, float* topk_weights,
+                                    unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
+  mr_gate_p p = *p0;
+  if (KIND == MR_KIND_GROUPED) p.group_reg_lanes = p.group_size / (EPL / MR_WIDE_WARPS); /* lanes per group here */
+  int64_t grid = p.num_tokens;
+  const int64_t cap = (int64_t)mr_cuda_sm_count() * 8;
+  if (grid > cap) grid = cap;
+  const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, MR_WIDE_THREADS, 0, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_wide_kernel<DT, EPL, KIND>, p, topk_ids, topk_weights, clear_buf,
+                            clear_bytes, clear));
+  return cudaSuccess;
+}
+
+template <int DT>
+static cudaError_t mr_launch_wide(const mr_gate_p* p, int epl, int kind, int32_t* topk_ids, float* topk_weights,
+                                  unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
+#define MR_WIDE_CASE(EPL)                                                                                      \
+  if (epl == EPL) {                                                                                            \
+    if (kind == MR_KIND_GROUPED)                                                                               \
+      return mr_launch_wide_t<DT, EPL, MR_KIND_GROUPED>(p, topk_ids, topk_weights, clear_buf, clear_bytes, stream); \
+    return mr_launch_wide_t<DT, EPL, MR_KIND_FULL>(p, topk_ids, topk_weights, clear_buf, clear_bytes, stream);     \
+  }
+  MR_WIDE_CASE(8)
+  MR_WIDE_CASE(16)
+  MR_WIDE_CASE(32)
+#undef MR_WIDE_CASE
+  return cudaErrorInvalidConfiguration; /* unreachable: mr_gate_wide_fits */
+}
+
 extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a) {
   memset(a, 0, sizeof *a);
   a->logits = logits;
@@ -242,6 +330,13 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
     if (cfg->dtype == MOEROUTE_DTYPE_BF16)
       return mr_launch_seg<MOEROUTE_DTYPE_BF16>(&p, epl, lpr, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
     return mr_launch_seg<MOEROUTE_DTYPE_FP16>(&p, epl, lpr, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
+  }
+  if (mr_gate_wide_fits(cfg, a, kind)) {
+    if (cfg->dtype == MOEROUTE_DTYPE_FP32)
+      return mr_launch_wide<MOEROUTE_DTYPE_FP32>(&p, epl, kind, topk_ids, topk_weights, clear_buf, clear_bytes,
+                                                 stream);
+    return mr_launch_wide<MOEROUTE_DTYPE_BF16>(&p, epl, kind, topk_ids, topk_weights, clear_buf, clear_bytes,
+                                               stream); /* fp16 folds into the 16-bit class (p.f16) */
   }
   /* the specialisation list of common.cuh, times the kinds (gate.cuh) */
 #define MR_GATE_LAUNCH(DT, EPL, KIND) \

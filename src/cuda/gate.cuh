@@ -395,28 +395,82 @@ __device__ __forceinline__ K mr_top_of_lane(const K* top, uint32_t lane) {
  * key[]: this lane's exact keys (elements e0 .. e0 + EPL - 1). Returns true
  * (warp-uniform) when exact, with lanes < k holding pick `lane` (*id, *ek).
  */
+/* Index bits of the truncated keys for a row of 32 * EPL slots (M = 32 * EPL - 1). */
+template <int EPL>
+struct mr_trunc_bits {
+  static constexpr uint32_t M = 32u * (uint32_t)EPL - 1u;
+  static constexpr int IB = EPL == 4 ? 7 : EPL == 8 ? 8 : EPL == 16 ? 9 : 10;
+};
+
+/* After the merge (top[]: the row's top L truncated keys, in every lane of the
+ * warp): lane j < k takes pick j (*my_id), *H = the k-th pick's bucket, *need =
+ * the picks in H, *pair = two picks share a bucket (their order needs the
+ * exact keys). */
+template <int L, int IB>
+__device__ __forceinline__ void mr_trunc_picks(const uint32_t* top, uint32_t M, int k, uint32_t lane, uint32_t* my_id,
+                                               uint32_t* H, uint32_t* need, bool* pair) {
+  const uint32_t mine = mr_top_of_lane<uint32_t, L>(top, lane);
+  /* H by a shuffle from lane k - 1 (a select over top[] with the run-time k put
+   * top[] in local memory) */
+  const uint32_t h = __shfl_sync(MR_FULL_MASK, mine, k - 1) >> IB;
+  bool pr = false;
+  uint32_t nd = 0u;
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    if (i + 1 < L && i + 1 < k && (top[i] >> IB) == (top[i + 1] >> IB)) pr = true;
+    nd += (i < k && (top[i] >> IB) == h) ? 1u : 0u;
+  }
+  *my_id = M - (mine & M);
+  *H = h;
+  *need = nd;
+  *pair = pr;
+}
+
+/* Picks that share a bucket (pair, warp-uniform): rank lanes < k by (exact key
+ * desc, index asc) and move each pick to its lane. Then *kmin / *idk: the last
+ * pick's exact key and index, in every lane. */
+__device__ __forceinline__ void mr_trunc_order(bool pair, int k, uint32_t lane, uint32_t* my_ek, uint32_t* my_id,
+                                               uint32_t* kmin, uint32_t* idk) {
+  if (pair) {
+    uint32_t rank = 0u;
+#pragma unroll 1
+    for (int i = 0; i < k; ++i) {
+      const uint32_t oi = __shfl_sync(MR_FULL_MASK, *my_ek, i), ii = __shfl_sync(MR_FULL_MASK, *my_id, i);
+      rank += (oi > *my_ek || (oi == *my_ek && ii < *my_id)) ? 1u : 0u;
+    }
+    uint32_t src = lane;
+#pragma unroll 1
+    for (int j = 0; j < k; ++j) {
+      const uint32_t b = __ballot_sync(MR_FULL_MASK, (int)lane < k && rank == (uint32_t)j);
+      src = (int)lane == j ? (uint32_t)__ffs(b) - 1u : src;
+    }
+    *my_ek = __shfl_sync(MR_FULL_MASK, *my_ek, src);
+    *my_id = __shfl_sync(MR_FULL_MASK, *my_id, src);
+  }
+  *kmin = __shfl_sync(MR_FULL_MASK, *my_ek, k - 1);
+  *idk = __shfl_sync(MR_FULL_MASK, *my_id, k - 1);
+}
+
+/* Element e with exact key x counts for the exactness test: it is in bucket H
+ * and not below the last pick in exact order. */
+template <int IB>
+__device__ __forceinline__ uint32_t mr_trunc_counts(uint32_t x, uint32_t e, uint32_t H, uint32_t kmin, uint32_t idk) {
+  return ((x >> IB) == H && (x > kmin || (x == kmin && e <= idk))) ? 1u : 0u;
+}
+
 template <int EPL, int L>
 __device__ __forceinline__ bool mr_top_trunc(const uint32_t* key, int k, uint32_t lane, int32_t* id, uint32_t* ek) {
-  constexpr uint32_t M = 32u * (uint32_t)EPL - 1u; /* index bits: 5 + log2(EPL) */
-  constexpr int IB = EPL == 4 ? 7 : EPL == 8 ? 8 : EPL == 16 ? 9 : 10;
+  constexpr uint32_t M = mr_trunc_bits<EPL>::M; /* index bits: 5 + log2(EPL) */
+  constexpr int IB = mr_trunc_bits<EPL>::IB;
   const uint32_t e0 = lane * (uint32_t)EPL;
   uint32_t t[EPL];
 #pragma unroll
   for (int r = 0; r < EPL; ++r) t[r] = (key[r] & ~M) | (M - (e0 + (uint32_t)r));
   uint32_t top[L];
   mr_warp_top<uint32_t, EPL, L>(t, top);
-  const uint32_t mine = mr_top_of_lane<uint32_t, L>(top, lane);
-  /* H, the k-th pick's bucket, by a shuffle from lane k - 1 (a select over top[]
-   * with the run-time k put top[] in local memory) */
-  const uint32_t H = __shfl_sync(MR_FULL_MASK, mine, k - 1) >> IB;
-  bool pair = false; /* two picks share a bucket: their order needs the exact keys */
-  uint32_t need = 0u;
-#pragma unroll
-  for (int i = 0; i < L; ++i) {
-    if (i + 1 < L && i + 1 < k && (top[i] >> IB) == (top[i + 1] >> IB)) pair = true;
-    need += (i < k && (top[i] >> IB) == H) ? 1u : 0u;
-  }
-  uint32_t my_id = M - (mine & M);
+  uint32_t my_id, H, need;
+  bool pair;
+  mr_trunc_picks<L, IB>(top, M, k, lane, &my_id, &H, &need, &pair);
   /* the exact key of my pick, from its lane */
   const uint32_t owner = my_id / (uint32_t)EPL, rr = my_id % (uint32_t)EPL;
   uint32_t my_ek = 0u;
@@ -425,30 +479,12 @@ __device__ __forceinline__ bool mr_top_trunc(const uint32_t* key, int k, uint32_
     const uint32_t v = __shfl_sync(MR_FULL_MASK, key[r], owner & 31u);
     my_ek = rr == (uint32_t)r ? v : my_ek;
   }
-  if (pair) { /* warp-uniform: rank the picks by (exact key desc, index asc) */
-    uint32_t rank = 0u;
-#pragma unroll 1
-    for (int i = 0; i < k; ++i) {
-      const uint32_t oi = __shfl_sync(MR_FULL_MASK, my_ek, i), ii = __shfl_sync(MR_FULL_MASK, my_id, i);
-      rank += (oi > my_ek || (oi == my_ek && ii < my_id)) ? 1u : 0u;
-    }
-    uint32_t src = lane;
-#pragma unroll 1
-    for (int j = 0; j < k; ++j) {
-      const uint32_t b = __ballot_sync(MR_FULL_MASK, (int)lane < k && rank == (uint32_t)j);
-      src = (int)lane == j ? (uint32_t)__ffs(b) - 1u : src;
-    }
-    my_ek = __shfl_sync(MR_FULL_MASK, my_ek, src);
-    my_id = __shfl_sync(MR_FULL_MASK, my_id, src);
-  }
+  uint32_t kmin, idk;
+  mr_trunc_order(pair, k, lane, &my_ek, &my_id, &kmin, &idk);
   /* bucket H: the elements >= the last pick (exact order) must be the picks in H */
-  const uint32_t kmin = __shfl_sync(MR_FULL_MASK, my_ek, k - 1), idk = __shfl_sync(MR_FULL_MASK, my_id, k - 1);
   uint32_t c = 0u;
 #pragma unroll
-  for (int r = 0; r < EPL; ++r) {
-    const uint32_t e = e0 + (uint32_t)r;
-    c += ((key[r] >> IB) == H && (key[r] > kmin || (key[r] == kmin && e <= idk))) ? 1u : 0u;
-  }
+  for (int r = 0; r < EPL; ++r) c += mr_trunc_counts<IB>(key[r], e0 + (uint32_t)r, H, kmin, idk);
   *id = (int32_t)my_id;
   *ek = my_ek;
   return __reduce_add_sync(MR_FULL_MASK, c) == need;
@@ -700,6 +736,29 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
 #ifndef MR_FULL_TRUNC
 #define MR_FULL_TRUNC 1
 #endif
+/* Top-k, exact, pick by pick (k rounds): the max key, then the lowest lane
+ * holding it (= lowest index: lane l holds experts l*EPL + r). Lanes j < k get
+ * pick j (*my_key, *my_id). key[] is consumed. */
+template <int EPL>
+__device__ __forceinline__ void mr_pick_exact(uint32_t* key, int k, uint32_t lane, uint32_t* my_key, int32_t* my_id) {
+  int32_t pend_id = 0;
+#pragma unroll 1
+  for (int j = 0; j < k; ++j) {
+    int bi;
+    const uint32_t best = mr_tree_argmax<EPL>(key, &bi);
+    if ((int)lane == j - 1) *my_id = pend_id; /* the previous pick's id (its shuffle has landed) */
+    const uint32_t m = __reduce_max_sync(MR_FULL_MASK, best);
+    const uint32_t bal = __ballot_sync(MR_FULL_MASK, best == m);
+    const uint32_t wl = (uint32_t)__ffs(bal) - 1u;
+    const bool mine = lane == wl;
+#pragma unroll
+    for (int r = 0; r < EPL; ++r) key[r] = (mine && bi == r) ? 0u : key[r];
+    pend_id = (int32_t)(wl * (uint32_t)EPL) + __shfl_sync(MR_FULL_MASK, bi, wl);
+    *my_key = (int)lane == j ? m : *my_key;
+  }
+  if ((int)lane == k - 1) *my_id = pend_id;
+}
+
 /*
  * braw: this lane's bias (fp32 bits, 0 past E; all 0 without bias). gbuf (E
  * floats, 16-byte aligned) and gsel (G bytes) are this warp's shared-memory
@@ -915,23 +974,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     exact = k <= 4   ? mr_top_trunc<EPL, 4>(key, k, lane, &my_id, &my_key)
             : k <= 8 ? mr_top_trunc<EPL, 8>(key, k, lane, &my_id, &my_key)
                      : mr_top_trunc<EPL, 16>(key, k, lane, &my_id, &my_key);
-  /* top-k, exact: the max key, then the lowest lane holding it (= lowest index) */
-  int32_t pend_id = 0;
-#pragma unroll 1
-  for (int j = 0; j < (exact ? 0 : k); ++j) {
-    int bi;
-    const uint32_t best = mr_tree_argmax<EPL>(key, &bi);
-    if ((int)lane == j - 1) my_id = pend_id; /* the previous pick's id (its shuffle has landed) */
-    const uint32_t m = __reduce_max_sync(MR_FULL_MASK, best);
-    const uint32_t bal = __ballot_sync(MR_FULL_MASK, best == m);
-    const uint32_t wl = (uint32_t)__ffs(bal) - 1u;
-    const bool mine = lane == wl;
-#pragma unroll
-    for (int r = 0; r < EPL; ++r) key[r] = (mine && bi == r) ? 0u : key[r];
-    pend_id = (int32_t)(wl * (uint32_t)EPL) + __shfl_sync(MR_FULL_MASK, bi, wl);
-    my_key = (int)lane == j ? m : my_key;
-  }
-  if (!exact && (int)lane == k - 1) my_id = pend_id;
+  if (!exact) mr_pick_exact<EPL>(key, k, lane, &my_key, &my_id);
 
   /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
   float w = 0.0f;
@@ -971,6 +1014,155 @@ __device__ __forceinline__ uint32_t mr_raw_neg_inf(bool f16) {
   if (DT == MOEROUTE_DTYPE_FP32) return 0xff800000u;
   if (DT == MOEROUTE_DTYPE_FP16) return 0xfc000000u;
   return f16 ? 0xfc000000u : 0xff800000u; /* BF16 class: bf16, or fp16 folded in */
+}
+
+/* ---- FULL and GROUPED, one row over MR_WIDE_WARPS warps (decode, v7) -------------
+ *
+ * At decode a row's gating is one warp's dependent chain, and for the fp32-key
+ * kinds most of that chain is per-element work: EPL scores (expf and a divide
+ * each), keys, the in-lane sort and the bucket test (perf-log v7). Here the
+ * CTA's four warps share the row: warp w takes experts [w*32*EPW, (w+1)*32*EPW)
+ * (EPW = EPL / 4 per lane), computes their scores and keys, and merges its own
+ * top L (design.md 15-16: the same truncated keys, with the row's index bits);
+ * warp 0 then merges the four lists (two more butterfly stages through shared
+ * memory) and finishes as mr_top_trunc does, reading exact keys and scores
+ * from shared memory instead of shuffling them. Same keys, same merges, same
+ * exactness rule and the same exact fallback (mr_pick_exact on the whole row)
+ * as mr_gate_full: identical ids and weights.
+ *
+ * Scope (host, mr_gate_wide_fits): SIGMOID or SQRT_SOFTPLUS (softmax would need a
+ * cross-warp max and sum), k <= 16, EPL >= 8; grouped selection only when every
+ * group is whole lanes of one warp (G <= 32). Called by every thread of the CTA
+ * (CTA barriers inside); the row's smem must not be in use.
+ */
+#define MR_WIDE_WARPS 4
+#define MR_WIDE_THREADS (MR_WIDE_WARPS * 32)
+
+template <int EPL>
+struct mr_wide_smem {
+  uint32_t key[32 * EPL];           /* exact selection keys by expert (after group masking; -inf past E) */
+  float score[32 * EPL];            /* unbiased scores by expert */
+  uint32_t top[MR_WIDE_WARPS][16];  /* each warp's top L truncated keys */
+  uint32_t gkey[32];                /* group scores (ord32) by group */
+};
+
+template <int DT, int EPL, bool GROUPED, int L>
+__device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsigned char* row, mr_wide_smem<EPL>& s,
+                                                 int32_t* out_ids, float* out_w) {
+  constexpr int W = MR_ESZ(DT);
+  constexpr int EPW = EPL / MR_WIDE_WARPS;
+  constexpr uint32_t M = mr_trunc_bits<EPL>::M;
+  constexpr int IB = mr_trunc_bits<EPL>::IB;
+  static_assert(EPW >= 1 && EPL % MR_WIDE_WARPS == 0, "wide row shape");
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const int E = p.num_experts, k = p.top_k;
+  const bool f16 = p.f16 != 0;
+  const uint32_t e0 = (warp * 32u + lane) * (uint32_t)EPW;
+
+  /* 1. this lane's EPW elements: logit, bias, score, selection value (all
+   * loads issued first) */
+  uint32_t raw[EPW];
+  float bv[EPW];
+#pragma unroll
+  for (int r = 0; r < EPW; ++r) {
+    const uint32_t e = e0 + (uint32_t)r;
+    raw[r] = mr_raw_neg_inf<DT>(f16);
+    if ((int)e < E) raw[r] = W == 4 ? __ldg((const unsigned int*)row + e) : (uint32_t)__ldg((const unsigned short*)row + e) << 16;
+    bv[r] = (p.bias != NULL && (int)e < E) ? __ldg(p.bias + e) : 0.0f;
+  }
+  float kv[EPW];
+  uint32_t key[EPW];
+#pragma unroll
+  for (int r = 0; r < EPW; ++r) {
+    const float x = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
+    const float sc = mr_score(p.score, x, 0.0f, 1.0f); /* SIGMOID / SQRT_SOFTPLUS: max and sum unused */
+    kv[r] = x == -INFINITY ? -INFINITY : sc + bv[r];
+    key[r] = mr_ord32(kv[r]);
+    s.score[e0 + (uint32_t)r] = sc;
+  }
+
+  /* 2. grouped selection (contract 2.4, design.md 1): group scores over the
+   * group's LPG lanes, published by group; every warp ranks all G groups */
+  if (GROUPED) {
+    const int LPG = p.group_reg_lanes;
+    float m1 = -INFINITY, m2 = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < EPW; ++r) mr_top2_push(kv[r], &m1, &m2);
+    mr_top2_butterfly(LPG, &m1, &m2);
+    const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
+    const uint32_t g = (warp * 32u + lane) >> (__ffs(LPG) - 1); /* LPG: a power of two */
+    if ((lane & (uint32_t)(LPG - 1)) == 0u && (int)e0 < E) s.gkey[g] = mr_ord32(gv);
+    __syncthreads();
+    const int G = p.num_groups;
+    const uint32_t gk = (int)lane < G ? s.gkey[lane] : 0u;
+    uint32_t rank = 0u;
+#pragma unroll 1
+    for (int j = 0; j < G; ++j) {
+      const uint32_t o = __shfl_sync(MR_FULL_MASK, gk, j);
+      rank += (o > gk || (o == gk && (uint32_t)j < lane)) ? 1u : 0u;
+    }
+    const uint32_t kept = __ballot_sync(MR_FULL_MASK, gk != 0u && rank < (uint32_t)p.topk_groups);
+    if ((int)e0 < E && ((kept >> g) & 1u) == 0u) {
+#pragma unroll
+      for (int r = 0; r < EPW; ++r) key[r] = MR_ORD_NEG_INF;
+    }
+  }
+
+  /* 3. exact keys to shared memory; this warp's top L of the truncated keys */
+  uint32_t t[EPW];
+#pragma unroll
+  for (int r = 0; r < EPW; ++r) {
+    s.key[e0 + (uint32_t)r] = key[r];
+    t[r] = (key[r] & ~M) | (M - (e0 + (uint32_t)r));
+  }
+  uint32_t top[L];
+  mr_warp_top<uint32_t, EPW, L>(t, top);
+  if (lane < (uint32_t)L) s.top[warp][lane] = mr_top_of_lane<uint32_t, L>(top, lane);
+  __syncthreads();
+  if (warp != 0) return;
+
+  /* 4. warp 0: lanes l take warp (l % 4)'s list, two butterfly stages merge the
+   * four; then mr_top_trunc's finish with shared-memory reads */
+#pragma unroll
+  for (int i = 0; i < L; ++i) top[i] = s.top[lane & (MR_WIDE_WARPS - 1u)][i];
+#pragma unroll
+  for (int off = 1; off < MR_WIDE_WARPS; off <<= 1) {
+    uint32_t b[L];
+#pragma unroll
+    for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
+    mr_merge_top<uint32_t, L>(top, b);
+  }
+  uint32_t my_id, H, need;
+  bool pair;
+  mr_trunc_picks<L, IB>(top, M, k, lane, &my_id, &H, &need, &pair);
+  uint32_t my_ek = s.key[my_id], kmin, idk;
+  mr_trunc_order(pair, k, lane, &my_ek, &my_id, &kmin, &idk);
+  /* the exactness test over the row, lane l reading experts l*EPL .. (the
+   * layout mr_pick_exact needs, should the test fail) */
+  uint32_t rk[EPL];
+#pragma unroll
+  for (int r = 0; r < EPL; r += 4) {
+    const uint4 q = *(const uint4*)&s.key[lane * EPL + r];
+    rk[r] = q.x;
+    rk[r + 1] = q.y;
+    rk[r + 2] = q.z;
+    rk[r + 3] = q.w;
+  }
+  uint32_t c = 0u;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) c += mr_trunc_counts<IB>(rk[r], lane * EPL + (uint32_t)r, H, kmin, idk);
+  uint32_t my_key = my_ek;
+  int32_t id = (int32_t)my_id;
+  if (__reduce_add_sync(MR_FULL_MASK, c) != need) mr_pick_exact<EPL>(rk, k, lane, &my_key, &id);
+
+  /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
+  float w = 0.0f;
+  if ((int)lane < k && my_key != MR_ORD_NEG_INF) w = s.score[id];
+  w = mr_finish_weight(p, w);
+  if ((int)lane < k) {
+    out_ids[lane] = id;
+    out_w[lane] = w;
+  }
 }
 
 #endif /* MOEROUTE_CUDA_GATE_CUH */

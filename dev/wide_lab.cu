@@ -1,0 +1,271 @@
+/*
+ * wide_lab.cu - lab file (session 7): the four-warp gate rows of gate.cu
+ * (mr_gate_wide_kernel) against the warp-per-row gate kernel, same run.
+ *
+ * 1. Bit-identity: for every shape and T, gate with mr_cuda_tune.gate_wide = -1
+ *    (warp per row) and = 1 << 20 (wide forced) must give the same topk_ids and
+ *    topk_weights bits, on gaussian rows, on rows quantised to a coarse grid
+ *    (ties: the pair re-rank and the exact fallback), and with NaN / inf mixed in.
+ * 2. Kernel metric (50 calls in one graph, median of 15 replays / 50): gate
+ *    alone and route (moe_buf [T, hidden] bf16 cleared, CK layout, U = 32), old
+ *    against wide, T = 1 .. 512.
+ *
+ * Build (after cmake --build B):
+ *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu B/libmoeroute.a -o B/wide_lab
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/common.cuh"
+#include "moeroute.h"
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      exit(2);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+static uint64_t g_rng = 0x243f6a8885a308d3ull;
+static uint64_t rnd(void) {
+  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
+static float gauss(void) {
+  double u = urand() + 1e-12, v = urand();
+  return (float)(sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v));
+}
+
+typedef struct {
+  const char* name;
+  int E, k;
+  moeroute_score score;
+  int bias, G, tg;
+  float scale;
+  int hidden;
+  moeroute_dtype dt;
+} Shape;
+static const Shape SH[] = {
+    {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32},
+    {"kimi-k2", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.827f, 7168, MOEROUTE_DTYPE_FP32},
+    {"glm-4.5", 160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.5f, 5120, MOEROUTE_DTYPE_FP32},
+    {"minimax-m2", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1.0f, 3072, MOEROUTE_DTYPE_FP32},
+    {"deepseek-v4-flash", 256, 6, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 1, 1, 1.5f, 4096, MOEROUTE_DTYPE_FP32},
+    {"kimi-bf16-k16", 384, 16, MOEROUTE_SCORE_SIGMOID, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
+    {"e1024-g32-k4", 1024, 4, MOEROUTE_SCORE_SIGMOID, 1, 32, 8, 1.0f, 4096, MOEROUTE_DTYPE_FP16},
+};
+#define NSH (int)(sizeof SH / sizeof SH[0])
+
+static uint16_t to16(moeroute_dtype d, float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if (d == MOEROUTE_DTYPE_BF16) return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  /* fp16 via the host's conversion of a float in range (the lab keeps |f| < 60000) */
+  __half h = __float2half(f);
+  uint16_t r;
+  memcpy(&r, &h, 2);
+  return r;
+}
+
+typedef struct {
+  moeroute_params p;
+  moeroute_buffers b;
+  void* dev[12];
+  int nd;
+} Case;
+
+static void* dalloc(Case* c, size_t n) {
+  void* q;
+  CK(cudaMalloc(&q, n < 16 ? 16 : n));
+  CK(cudaMemset(q, 0, n < 16 ? 16 : n));
+  c->dev[c->nd++] = q;
+  return q;
+}
+
+/* kind 0 gaussian, 1 coarse grid (ties), 2 with NaN / inf */
+static void make_case(Case* c, const Shape* s, int T, int kind) {
+  memset(c, 0, sizeof *c);
+  moeroute_params_init(&c->p);
+  moeroute_buffers_init(&c->b);
+  moeroute_params* p = &c->p;
+  p->num_tokens = T;
+  p->num_experts = s->E;
+  p->top_k = s->k;
+  p->unit_size = 32;
+  p->logits_dtype = s->dt;
+  p->score = s->score;
+  p->renormalize = 1;
+  p->scale = s->scale;
+  p->num_groups = s->G;
+  p->topk_groups = s->tg;
+  p->layouts = MOEROUTE_LAYOUT_CK;
+  p->moe_buf_bytes = (size_t)T * s->hidden * 2;
+  const size_t n = (size_t)T * s->E, es = s->dt == MOEROUTE_DTYPE_FP32 ? 4 : 2;
+  unsigned char* h = (unsigned char*)malloc(n * es);
+  for (size_t i = 0; i < n; ++i) {
+    float f = 2.0f * gauss();
+    if (kind == 1) f = floorf(f * 4.0f) * 0.25f;
+    if (kind == 2) {
+      const double u = urand();
+      if (u < 0.03) f = NAN;
+      else if (u < 0.05) f = INFINITY;
+      else if (u < 0.07) f = -INFINITY;
+    }
+    if (es == 4) memcpy(h + 4 * i, &f, 4);
+    else {
+      const uint16_t v = to16(s->dt, f);
+      memcpy(h + 2 * i, &v, 2);
+    }
+  }
+  void* dl = dalloc(c, n * es);
+  CK(cudaMemcpy(dl, h, n * es, cudaMemcpyHostToDevice));
+  free(h);
+  c->b.logits = dl;
+  if (s->bias) {
+    float* hb = (float*)malloc(4 * (size_t)s->E);
+    for (int e = 0; e < s->E; ++e) hb[e] = kind == 1 ? 0.0f : 0.1f * gauss();
+    float* db = (float*)dalloc(c, 4 * (size_t)s->E);
+    CK(cudaMemcpy(db, hb, 4 * (size_t)s->E, cudaMemcpyHostToDevice));
+    free(hb);
+    c->b.bias = db;
+  }
+  moeroute_sizes z;
+  memset(&z, 0, sizeof z);
+  if (moeroute_get_sizes(p, &z) != MOEROUTE_OK) {
+    fprintf(stderr, "sizes: %s\n", moeroute_last_error());
+    exit(2);
+  }
+  c->b.topk_ids = (int32_t*)dalloc(c, 4 * (size_t)z.topk_len);
+  c->b.topk_weights = (float*)dalloc(c, 4 * (size_t)z.topk_len);
+  c->b.sorted_ids = (int32_t*)dalloc(c, 4 * (size_t)z.ck_sorted_len);
+  c->b.sorted_weights = (float*)dalloc(c, 4 * (size_t)z.ck_sorted_len);
+  c->b.sorted_expert_ids = (int32_t*)dalloc(c, 4 * (size_t)z.ck_blocks_len);
+  c->b.num_valid_ids = (int32_t*)dalloc(c, 8);
+  c->b.moe_buf = dalloc(c, p->moe_buf_bytes);
+  size_t ws = 0;
+  if (moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, p, &ws) != MOEROUTE_OK) {
+    fprintf(stderr, "ws: %s\n", moeroute_last_error());
+    exit(2);
+  }
+  c->b.workspace = ws ? dalloc(c, ws) : NULL;
+  c->b.workspace_bytes = ws;
+}
+static void free_case(Case* c) {
+  for (int i = 0; i < c->nd; ++i) cudaFree(c->dev[i]);
+}
+
+static void gate_to_host(Case* c, int knob, int32_t* ids, float* w, cudaStream_t s) {
+  mr_cuda_tune.gate_wide = knob;
+  CK(cudaMemsetAsync(c->b.topk_ids, 0xff, 4 * (size_t)c->p.num_tokens * c->p.top_k, s));
+  if (moeroute_cuda_gate(&c->p, &c->b, s) != MOEROUTE_OK) {
+    fprintf(stderr, "gate: %s\n", moeroute_last_error());
+    exit(2);
+  }
+  const size_t n = (size_t)c->p.num_tokens * c->p.top_k;
+  CK(cudaMemcpyAsync(ids, c->b.topk_ids, 4 * n, cudaMemcpyDeviceToHost, s));
+  CK(cudaMemcpyAsync(w, c->b.topk_weights, 4 * n, cudaMemcpyDeviceToHost, s));
+  CK(cudaStreamSynchronize(s));
+  mr_cuda_tune.gate_wide = 0;
+}
+
+static double time_op(Case* c, int knob, int route, cudaStream_t s) {
+  mr_cuda_tune.gate_wide = knob;
+  const int calls = 50, reps = 15;
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < calls; ++i) {
+    const moeroute_status st = route ? moeroute_cuda_route(&c->p, &c->b, s) : moeroute_cuda_gate(&c->p, &c->b, s);
+    if (st != MOEROUTE_OK) {
+      fprintf(stderr, "timed call: %s\n", moeroute_last_error());
+      exit(2);
+    }
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ge, s));
+  double ts[15];
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(e0, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts[r] = ms * 1000.0 / calls;
+  }
+  for (int i = 0; i < reps; ++i)
+    for (int j = i + 1; j < reps; ++j)
+      if (ts[j] < ts[i]) {
+        const double x = ts[i];
+        ts[i] = ts[j];
+        ts[j] = x;
+      }
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  mr_cuda_tune.gate_wide = 0;
+  return ts[reps / 2];
+}
+
+int main(int argc, char** argv) {
+  int no_time = argc > 1 && !strcmp(argv[1], "--no-time");
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {1, 2, 4, 8, 16, 33, 64, 128, 129, 256, 512};
+  long checks = 0, bad = 0;
+  for (int si = 0; si < NSH; ++si)
+    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti)
+      for (int kind = 0; kind < 3; ++kind) {
+        Case c;
+        make_case(&c, &SH[si], TS[ti], kind);
+        const size_t n = (size_t)TS[ti] * SH[si].k;
+        int32_t *i0 = (int32_t*)malloc(4 * n), *i1 = (int32_t*)malloc(4 * n);
+        float *w0 = (float*)malloc(4 * n), *w1 = (float*)malloc(4 * n);
+        gate_to_host(&c, -1, i0, w0, s);
+        gate_to_host(&c, 1 << 20, i1, w1, s);
+        const int same = !memcmp(i0, i1, 4 * n) && !memcmp(w0, w1, 4 * n);
+        checks++;
+        if (!same) {
+          bad++;
+          size_t j = 0;
+          while (j < n && i0[j] == i1[j] && !memcmp(&w0[j], &w1[j], 4)) ++j;
+          printf("MISMATCH %s T=%d kind=%d at %zu: id %d/%d w %.9g/%.9g\n", SH[si].name, TS[ti], kind, j, i0[j], i1[j],
+                 w0[j], w1[j]);
+        }
+        free(i0);
+        free(i1);
+        free(w0);
+        free(w1);
+        free_case(&c);
+      }
+  printf("check: %ld cases, %ld mismatches (wide against warp per row, bits)\n", checks, bad);
+  if (no_time) return bad ? 1 : 0;
+  printf("\nkernel metric, us: gate old | gate wide | route old | route wide (moe_buf cleared)\n");
+  printf("%-18s %5s %8s %8s %8s %8s\n", "shape", "T", "g_old", "g_wide", "r_old", "r_wide");
+  for (int si = 0; si < NSH; ++si)
+    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti) {
+      Case c;
+      make_case(&c, &SH[si], TS[ti], 0);
+      const double g0 = time_op(&c, -1, 0, s), g1 = time_op(&c, 1 << 20, 0, s);
+      const double r0 = time_op(&c, -1, 1, s), r1 = time_op(&c, 1 << 20, 1, s);
+      printf("%-18s %5d %8.2f %8.2f %8.2f %8.2f\n", SH[si].name, TS[ti], g0, g1, r0, r1);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
