@@ -213,6 +213,14 @@ __device__ __forceinline__ void mr_clear_bytes(unsigned char* p, size_t n, size_
   if (part < tail) p[head + body * 16 + part] = 0;
 }
 
+/* The first clear_ctas CTAs of a launch clear moe_buf (all of it, grid-stride
+ * over their threads) and return true; the others return false and route. */
+__device__ __forceinline__ bool mr_clear_lead_ctas(unsigned char* buf, size_t bytes, uint32_t clear_ctas) {
+  if (blockIdx.x >= clear_ctas) return false;
+  mr_clear_bytes(buf, bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)clear_ctas * blockDim.x);
+  return true;
+}
+
 /* ---- kernel arguments ------------------------------------------------------- */
 
 /* Everything gating needs for one row, precomputed on the host. */

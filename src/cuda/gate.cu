@@ -31,11 +31,7 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
                                                       uint32_t clear_ctas) {
   constexpr int W = MR_ESZ(DT);
   mr_pdl_enter();
-  if (blockIdx.x < clear_ctas) { /* the first CTAs clear a share of moe_buf under the gating (large T) */
-    mr_clear_bytes(clear_buf, clear_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                   (size_t)clear_ctas * blockDim.x);
-    return;
-  }
+  if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
   const uint32_t bid = blockIdx.x - clear_ctas, nblk = gridDim.x - clear_ctas;
   MR_STAMP(0);
   extern __shared__ __align__(16) uint32_t mr_gate_smem[];
@@ -77,11 +73,7 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
     mr_gate_seg_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
                        unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas) {
   mr_pdl_enter();
-  if (blockIdx.x < clear_ctas) {
-    mr_clear_bytes(clear_buf, clear_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                   (size_t)clear_ctas * blockDim.x);
-    return;
-  }
+  if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
   constexpr int RPW = 32 / LPR; /* rows per warp step */
   const uint32_t lane = threadIdx.x & 31u, sl = lane & (LPR - 1u), seg = lane / LPR;
   const int64_t gw = (int64_t)(blockIdx.x - clear_ctas) * (MR_SEG_THREADS / 32) + (threadIdx.x >> 5);
@@ -177,11 +169,7 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
     mr_gate_wide_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
                         unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas) {
   mr_pdl_enter();
-  if (blockIdx.x < clear_ctas) {
-    mr_clear_bytes(clear_buf, clear_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                   (size_t)clear_ctas * blockDim.x);
-    return;
-  }
+  if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
   __shared__ __align__(16) mr_wide_smem<EPL> s;
   constexpr bool GR = KIND == MR_KIND_GROUPED;
   const int64_t T = p.num_tokens, step = (int64_t)(gridDim.x - clear_ctas);

@@ -192,11 +192,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
     mr_sort_scatter_kernel(const __grid_constant__ mr_sort_out o, const int32_t* ids, const float* weights,
                            const uint32_t* counts, const uint32_t* tot, int64_t ce, uint32_t nc,
                            uint32_t clear_ctas) {
-  if (blockIdx.x < clear_ctas) { /* the first CTAs clear moe_buf beside the placing */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x,
-                   (size_t)clear_ctas * blockDim.x);
-    return;
-  }
+  if (mr_clear_lead_ctas(o.moe_buf, o.moe_buf_bytes, clear_ctas)) return; /* beside the placing */
   const uint32_t bx = blockIdx.x - clear_ctas; /* the chunk */
   extern __shared__ uint32_t mr_scatter_smem[];
   constexpr int W = MR_SORT_THREADS / 32;
