@@ -189,8 +189,15 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
   }
 }
 
-/* Decode T bound of the wide kernel (auto). */
-#define MR_WIDE_DEFAULT_T 128
+/* T bound of the wide kernel (auto), from lab run 10 (dev/runs/run10/wide_time.log,
+ * gate alone, kernel metric, us, warp per row / wide): the wide rows win at every
+ * T <= 256 for all seven shapes (DeepSeek-R1 grouped 4.63 / 3.64 at 256, Kimi-K2
+ * 6.24 / 3.52); at T = 512 they still win for rows without groups with k <= 8 and
+ * E <= 384 (Kimi-K2 6.88 / 4.89, GLM-4.5 4.51 / 3.67, MiniMax-M2 3.80 / 3.69) but
+ * lose with k = 16 (7.52 / 8.17) and grouped E = 1024 (9.67 / 10.68), and grouped
+ * DeepSeek-R1's route is no faster there (11.40 / 12.00). */
+#define MR_WIDE_DEFAULT_T 256
+#define MR_WIDE_FULL_T 512 /* FULL rows, k <= 8, E <= 384 */
 
 /* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), k <= 16,
  * E > 128 (EPL >= 8: at least two elements per lane and warp), T within the
@@ -199,7 +206,10 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
 static int mr_gate_wide_fits(const mr_config* cfg, const mr_gate_args* a, int kind) {
   const int knob = mr_cuda_tune.gate_wide;
   if (knob < 0 || cfg->num_tokens < 1) return 0;
-  if (cfg->num_tokens > (knob > 0 ? (int64_t)knob : (int64_t)MR_WIDE_DEFAULT_T)) return 0;
+  const int64_t bound = knob > 0                                                                    ? (int64_t)knob
+                        : kind == MR_KIND_FULL && a->top_k <= 8 && a->num_experts <= 384 ? MR_WIDE_FULL_T
+                                                                                          : MR_WIDE_DEFAULT_T;
+  if (cfg->num_tokens > bound) return 0;
   if (kind == MR_KIND_PACKED || a->score == MOEROUTE_SCORE_SOFTMAX || a->top_k > 16) return 0;
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (epl < 8) return 0;

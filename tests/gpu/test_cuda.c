@@ -1857,7 +1857,7 @@ static void group_engine(void) {
  * mask, moe_buf): tiny.cu's bounds (T <= 8; min(T*k, E) <= 16 distinct experts;
  * T*E <= 512), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
  * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
- * sigmoid / sqrt_softplus (T <= 128). */
+ * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
 static void group_thresholds(void) {
   static const struct {
     const char* shape;
@@ -1877,8 +1877,9 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 4096, 0},
       {"kimi-k2", 2048, 1},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
       {"deepseek-r1", 16383, 1},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
-      {"kimi-k2", 128, 0},        /* sigmoid rows over four warps (gate.cu, wide) up to T = 128 */
-      {"deepseek-r1", 128, 1},    /* the same with grouped selection */
+      {"kimi-k2", 512, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
+      {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
+      {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
