@@ -198,8 +198,12 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
  * DeepSeek-R1's route is no faster there (11.40 / 12.00). */
 #define MR_WIDE_DEFAULT_T 256
 #define MR_WIDE_FULL_T 512 /* FULL rows, k <= 8, E <= 384 */
+/* Softmax rows take the wide kernel (auto) above this E: below it the 16-bit
+ * rows' packed merge is short already (not measured wide yet: lab run 11). */
+#define MR_WIDE_SOFTMAX_MIN_E 256
 
-/* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), k <= 16,
+/* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), or softmax
+ * rows without bias or groups (E > 256 unless the knob is set), k <= 16,
  * E > 128 (EPL >= 8: at least two elements per lane and warp), T within the
  * bound; grouped selection when each group is whole lanes of one warp. Knob
  * mr_cuda_tune.gate_wide: -1 never, > 0 the T bound instead of the default. */
@@ -210,9 +214,13 @@ static int mr_gate_wide_fits(const mr_config* cfg, const mr_gate_args* a, int ki
                         : kind == MR_KIND_FULL && a->top_k <= 8 && a->num_experts <= 384 ? MR_WIDE_FULL_T
                                                                                           : MR_WIDE_DEFAULT_T;
   if (cfg->num_tokens > bound) return 0;
-  if (kind == MR_KIND_PACKED || a->score == MOEROUTE_SCORE_SOFTMAX || a->top_k > 16) return 0;
+  if (a->top_k > 16) return 0;
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (epl < 8) return 0;
+  if (a->score == MOEROUTE_SCORE_SOFTMAX) { /* the key is the logit: no bias, no groups (PACKED or FULL) */
+    if (a->bias != NULL || kind == MR_KIND_GROUPED) return 0;
+    if (knob == 0 && a->num_experts <= MR_WIDE_SOFTMAX_MIN_E) return 0;
+  }
   if (kind == MR_KIND_GROUPED) {
     const int epw = epl / MR_WIDE_WARPS, gs = a->group_size;
     if (a->num_groups > 32 || gs % epw != 0 || (32 * epw) % gs != 0) return 0;

@@ -1880,6 +1880,7 @@ static void group_thresholds(void) {
       {"kimi-k2", 512, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
       {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
+      {"qwen3-next", 256, 0},     /* softmax without bias, E > 256 (packed rows): wide up to T = 256 */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
