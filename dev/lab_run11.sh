@@ -14,7 +14,7 @@ nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute
 echo "build $((SECONDS-T0)) s" >> $O/env.log
 timeout 60 $B/wide_lab --no-time > $O/wide_check.log 2>&1; echo "rc=$?" >> $O/wide_check.log
 TC=$B/tests/gpu/test_cuda
-( for g in "--quick" "--group thresholds" "--group random --configs 1000" "--group special"; do echo "== $g"; timeout 100 $TC $g 2>&1 | tail -4; echo "rc=$?"; done > $O/tests.log ) &
+( for g in "--quick" "--group thresholds" "--group random --configs 1000" "--group special"; do echo "== $g"; timeout 100 $TC $g 2>&1 | tail -4; echo "rc=${PIPESTATUS[0]}"; done > $O/tests.log ) &
 ( for t in memcheck racecheck initcheck; do echo "== $t"; timeout 100 compute-sanitizer --tool $t --error-exitcode 9 $B/wide_lab --no-time 2>&1 | tail -4; echo "rc=${PIPESTATUS[0]}"; done > $O/sanitize.log ) &
 wait
 echo "tests $((SECONDS-T0)) s" >> $O/env.log
