@@ -312,8 +312,7 @@ typedef struct mr_cuda_tuning {
   int gate_lpr;          /* lanes per row of the 16-bit softmax gate kernel at large T: 0 = auto, 32 = always a
                             warp per row, 4 / 8 / 16 */
   int gate_wide;         /* sigmoid / sqrt_softplus rows over four warps (gate.cu): 0 = auto (gate.cu: T <= 256; 512
-                            for rows without groups, k <= 8, E <= 384; fp32 softmax rows
-                            256 < E <= 384, T <= 128),
+                            for rows without groups, k <= 8, E <= 384; never softmax),
                             -1 = never, > 0 = up to this T */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;

@@ -203,12 +203,15 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
  * softmax 1.68 / 2.20, E = 1024 k = 16 2.54 / 5.43): their packed merge (two
  * 16-bit keys per word) is short already, and the wide form gives it up. fp32
  * rows (FULL, E = 384, k = 8) win up to T = 128 (2.74 / 2.06 at 1, 2.94 / 2.30 at
- * 128), tie at 256 and lose at 512 (3.21 / 4.07). Auto: fp32 softmax rows only,
- * 256 < E <= 384 (the measured shape), k <= 8, T <= 128. */
-#define MR_WIDE_SOFTMAX_T 128
-/* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), or softmax
- * rows without bias or groups (auto: fp32, 256 < E <= 384, k <= 8; any with the
- * knob set, which lab run 11 measured), k <= 16,
+ * 128), tie at 256 and lose at 512 (3.21 / 4.07). But the wide denominator is
+ * summed in another order than the warp-per-row kernels' (gate kernel, cluster
+ * kernel), so its weights can differ in the last bit from route's fused path
+ * (results run 10, test_cuda --no-pdl: 98 of 413 sorted weights one ulp off);
+ * the fused and unfused paths agree bit for bit (README, design.md 24). Auto never
+ * takes softmax rows wide; the knob (mr_cuda_tune.gate_wide > 0) does, for the
+ * lab. */
+/* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), or, with
+ * the knob set only, softmax rows without bias or groups; k <= 16,
  * E > 128 (EPL >= 8: at least two elements per lane and warp), T within the
  * bound; grouped selection when each group is whole lanes of one warp. Knob
  * mr_cuda_tune.gate_wide: -1 never, > 0 the T bound instead of the default. */
@@ -224,9 +227,7 @@ static int mr_gate_wide_fits(const mr_config* cfg, const mr_gate_args* a, int ki
   if (epl < 8) return 0;
   if (a->score == MOEROUTE_SCORE_SOFTMAX) { /* the key is the logit: no bias, no groups */
     if (a->bias != NULL || kind == MR_KIND_GROUPED) return 0;
-    if (knob == 0 && (kind != MR_KIND_FULL || a->num_experts <= 256 || a->num_experts > 384 || a->top_k > 8 ||
-                      cfg->num_tokens > MR_WIDE_SOFTMAX_T))
-      return 0;
+    if (knob == 0) return 0; /* lab only (below) */
   }
   if (kind == MR_KIND_GROUPED) {
     const int epw = epl / MR_WIDE_WARPS, gs = a->group_size;

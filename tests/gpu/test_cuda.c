@@ -1857,13 +1857,8 @@ static void group_engine(void) {
  * mask, moe_buf): tiny.cu's bounds (T <= 8; min(T*k, E) <= 16 distinct experts;
  * T*E <= 512), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
  * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
- * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384) and of
- * fp32 softmax (T <= 128). */
+ * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
 static void group_thresholds(void) {
-  /* not an engine preset (no production router has fp32 softmax rows of E > 256):
-   * only the wide kernel's softmax bound needs it */
-  static const engine_shape SM_FP32_E384 = {384, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM,
-                                            1.0f, MOEROUTE_DTYPE_FP32, 4096, "sm-fp32-e384"};
   static const struct {
     const char* shape;
     int64_t T; /* the lower side; the upper is T + 1 */
@@ -1885,7 +1880,6 @@ static void group_thresholds(void) {
       {"kimi-k2", 512, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
       {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
-      {"sm-fp32-e384", 128, 0},   /* fp32 softmax without bias, 256 < E <= 384, k <= 8: wide up to T = 128 */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
@@ -1893,8 +1887,7 @@ static void group_thresholds(void) {
       const int64_t T = C[i].T + side;
       if (too_large(T)) continue;
       tcase tc;
-      const engine_shape* sh = strcmp(C[i].shape, SM_FP32_E384.name) == 0 ? &SM_FP32_E384 : shape_by_name(C[i].shape);
-      engine_config(&tc, sh, T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
+      engine_config(&tc, shape_by_name(C[i].shape), T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
       if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
       run_case_timed(&tc, "thresholds", 0);
     }
