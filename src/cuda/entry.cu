@@ -7,7 +7,7 @@
  *
  *   route  16-bit softmax rows without bias or groups,  one launch: one routing CTA and
  *          1 <= T <= 8, T*k <= 32, T*E <= 512,          a one-warp sort (tiny.cu)
- *          min(T*k, E) <= 16 and E <= 256
+ *          min(T*k, E) <= 16, E <= 256, T = 1 if E > 128
  *          else T*k <= 1024 and E*ceil(T*k/32) <= 6144:
  *            with PDL (default on sm_90+)               the pair: gate kernel, then the
  *                                                       one-launch sort (2 launches)

@@ -1,6 +1,7 @@
 /*
  * tiny.cu - route in ONE launch for 16-bit softmax rows when T <= 8, T*k <= 32,
- * T*E <= 512, min(T*k, E) <= 16 and E <= 256 (mr_cuda_tiny_takes; DeepSeek-R1 sizes T <= 2):
+ * T*E <= 512, min(T*k, E) <= 16, E <= 256 and T = 1 for E > 128
+ * (mr_cuda_tiny_takes; DeepSeek-R1 sizes T = 1):
  * one routing CTA gates every row itself (a warp per row) and sorts the at
  * most 32 entries inside ONE warp, with no expert-sized table, no block-wide
  * scan and no cross-CTA exchange; the other CTAs of the launch clear moe_buf.
@@ -326,10 +327,15 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
   /* Run 8 (bench/results/run8) adds: with E = 512 (Qwen3-Next, T = 1) tiny.cu
    * lost to the pair in runs 6, 7 and 8 (4.14 / 4.14 / 4.37 us against 4.05 /
    * 4.11 / 4.02): rows of E > 256 take the pair. */
+  /* Results runs 9 and 11 add: DeepSeek-R1 softmax (E = 256) at T = 2 lost to the
+   * chain (3.71 / 3.65 us against 3.64 / 3.50; run 6 3.51 / 3.54), while E <= 128
+   * at T = 2 still wins (Qwen3-235B 3.52 / 3.47 against 3.74 / 3.54): rows of
+   * E > 128 take tiny.cu at T = 1 only. */
   if (mr_cuda_tune.tiny_max_n <= 0) {
     const int64_t n = cfg->num_tokens * cfg->top_k;
     const int64_t rec = n < cfg->num_experts ? n : cfg->num_experts;
     if (cfg->num_tokens > MR_TINY_WARPS || rec > 16 || cfg->num_experts > 256) return 0;
+    if (cfg->num_experts > 128 && cfg->num_tokens > 1) return 0;
   }
   return mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && mr_cuda_tiny_fits(cfg);
 }

@@ -1859,6 +1859,10 @@ static void group_engine(void) {
  * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
  * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
 static void group_thresholds(void) {
+  /* DeepSeek-R1 sizes with softmax (bench's deepseek-r1-softmax; not in ENGINE_SHAPES,
+   * whose other groups keep their case lists) */
+  static const engine_shape DS_SOFTMAX = {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM,
+                                          1.0f, MOEROUTE_DTYPE_BF16, 7168, "ds-softmax"};
   static const struct {
     const char* shape;
     int64_t T; /* the lower side; the upper is T + 1 */
@@ -1880,6 +1884,7 @@ static void group_thresholds(void) {
       {"kimi-k2", 512, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
       {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
+      {"ds-softmax", 1, 0},       /* tiny.cu: E > 128 at T = 1 only (T = 2: the pair) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
@@ -1887,7 +1892,8 @@ static void group_thresholds(void) {
       const int64_t T = C[i].T + side;
       if (too_large(T)) continue;
       tcase tc;
-      engine_config(&tc, shape_by_name(C[i].shape), T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
+      const engine_shape* sh = strcmp(C[i].shape, DS_SOFTMAX.name) == 0 ? &DS_SOFTMAX : shape_by_name(C[i].shape);
+      engine_config(&tc, sh, T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
       if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
       run_case_timed(&tc, "thresholds", 0);
     }
