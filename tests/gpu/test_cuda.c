@@ -1854,7 +1854,7 @@ static void group_engine(void) {
 
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
- * mask, moe_buf): tiny.cu's bounds (T <= 8; min(T*k, E) <= 16 distinct experts;
+ * mask, moe_buf): tiny.cu's bounds (T <= 8; T = 1 for E > 128; min(T*k, E) <= 16 distinct experts;
  * T*E <= 512), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
  * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
  * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
