@@ -33,23 +33,10 @@
 
 #include "cuda/common.cuh" /* mr_cuda_tune (hidden symbol, reachable through the static library) */
 #include "moeroute.h"
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(2);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "lab_util.h"
 
 static uint64_t g_rng = 0x2545f4914f6cdd1dull;
-static uint64_t rnd(void) {
-  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return lab_splitmix(&g_rng); }
 static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
 
 /* ---- knob variants ----------------------------------------------------------------- */
@@ -491,7 +478,6 @@ typedef enum { OP_ROUTE, OP_SORT, OP_MEMSET, OP_GATE } TOp;
 static double time_op(TOp op, const moeroute_params* p, const moeroute_buffers* bu, cudaStream_t s) {
   const int calls = 50, reps = 9;
   cudaGraph_t g;
-  cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < calls; ++i) {
     moeroute_status st = MOEROUTE_OK;
@@ -505,33 +491,7 @@ static double time_op(TOp op, const moeroute_params* p, const moeroute_buffers* 
     }
   }
   CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 2; ++i) CK(cudaGraphLaunch(ge, s));
-  double ts[16];
-  for (int r = 0; r < reps; ++r) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ts[r] = ms * 1000.0 / calls;
-  }
-  for (int i = 0; i < reps; ++i)
-    for (int j = i + 1; j < reps; ++j)
-      if (ts[j] < ts[i]) {
-        const double x = ts[i];
-        ts[i] = ts[j];
-        ts[j] = x;
-      }
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  return ts[reps / 2];
+  return lab_graph_us(g, calls, reps, 2, s);
 }
 
 /* A timing shape: params with moe_buf [T, hidden] bf16 (p) and without (pn),

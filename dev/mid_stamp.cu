@@ -29,6 +29,7 @@ __device__ int g_pass;
 #define mr_cuda_launch_mid_sort lab_launch_mid_sort
 #define mr_cuda_mid_sort_fits lab_mid_sort_fits
 #include "../src/cuda/mid.cu"
+#include "lab_util.h"
 
 /* the same body twice in one launch: pass 1's stamps against pass 0's separate
  * the cold cost (first execution of the code on this SM) from the work */
@@ -44,15 +45,6 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
   __syncthreads();
   if (threadIdx.x == 0 && blockIdx.x == 0) g_pass = 0;
 }
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(2);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 static int cmp_d(const void* a, const void* b) {
   const double x = *(const double*)a, y = *(const double*)b;

@@ -58,6 +58,7 @@ __device__ __forceinline__ void mr_lab_stamp(int slot) {
 #include "../src/cuda/gate.cu"
 #include "../src/cuda/sort.cu"
 #include "../src/cuda/tiny.cu"
+#include "lab_util.h"
 
 /* one warp gates row 0 three times (stamps: 0 entry, 1 row loaded, 2/3/4 after each pass) */
 template <int DT, int EPL, int KIND>
@@ -101,15 +102,6 @@ __global__ void lab_gate_thrice(const __grid_constant__ mr_gate_p p, int32_t* id
   }
   MR_STAMP(7);
 }
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));         \
-      exit(2);                                                                            \
-    }                                                                                     \
-  } while (0)
 
 typedef struct Shape {
   const char* name;

@@ -26,23 +26,10 @@
 
 #include "cuda/common.cuh"
 #include "moeroute.h"
-
-#define CK(x)                                                                             \
-  do {                                                                                    \
-    cudaError_t e_ = (x);                                                                 \
-    if (e_ != cudaSuccess) {                                                              \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      exit(2);                                                                            \
-    }                                                                                     \
-  } while (0)
+#include "lab_util.h"
 
 static uint64_t g_rng = 0x243f6a8885a308d3ull;
-static uint64_t rnd(void) {
-  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return lab_splitmix(&g_rng); }
 static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
 static float gauss(void) {
   double u = urand() + 1e-12, v = urand();
@@ -192,7 +179,6 @@ static double time_op(Case* c, int knob, int route, cudaStream_t s) {
   mr_cuda_tune.gate_wide = knob;
   const int calls = 50, reps = 15;
   cudaGraph_t g;
-  cudaGraphExec_t ge;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < calls; ++i) {
     const moeroute_status st = route ? moeroute_cuda_route(&c->p, &c->b, s) : moeroute_cuda_gate(&c->p, &c->b, s);
@@ -202,34 +188,8 @@ static double time_op(Case* c, int knob, int route, cudaStream_t s) {
     }
   }
   CK(cudaStreamEndCapture(s, &g));
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  for (int i = 0; i < 3; ++i) CK(cudaGraphLaunch(ge, s));
-  double ts[15];
-  for (int r = 0; r < reps; ++r) {
-    CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    ts[r] = ms * 1000.0 / calls;
-  }
-  for (int i = 0; i < reps; ++i)
-    for (int j = i + 1; j < reps; ++j)
-      if (ts[j] < ts[i]) {
-        const double x = ts[i];
-        ts[i] = ts[j];
-        ts[j] = x;
-      }
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   mr_cuda_tune.gate_wide = 0;
-  return ts[reps / 2];
+  return lab_graph_us(g, calls, reps, 3, s);
 }
 
 int main(int argc, char** argv) {

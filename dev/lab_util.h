@@ -1,0 +1,68 @@
+/*
+ * lab_util.h - what the dev/ lab programs share (lab code only, never the library):
+ * the CUDA error check that stops a lab, a splitmix64 generator, and the kernel
+ * metric of bench/README (a graph of `calls` captured calls, replayed; median over
+ * `reps` replays of replay time / calls).
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef MOEROUTE_DEV_LAB_UTIL_H
+#define MOEROUTE_DEV_LAB_UTIL_H
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CK(x)                                                                             \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      exit(2);                                                                            \
+    }                                                                                     \
+  } while (0)
+
+/* splitmix64 over *state */
+static inline uint64_t lab_splitmix(uint64_t* state) {
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Kernel metric of a captured graph g of `calls` calls on stream s: `warm`
+ * replays first, then the median of `reps` (<= 32) replays, us per call.
+ * Destroys g. */
+static inline double lab_graph_us(cudaGraph_t g, int calls, int reps, int warm, cudaStream_t s) {
+  cudaGraphExec_t ge;
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int i = 0; i < warm; ++i) CK(cudaGraphLaunch(ge, s));
+  double ts[32];
+  if (reps > 32) reps = 32;
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(e0, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    ts[r] = ms * 1000.0 / calls;
+  }
+  for (int i = 0; i < reps; ++i) /* insertion order is fine for <= 32 */
+    for (int j = i + 1; j < reps; ++j)
+      if (ts[j] < ts[i]) {
+        const double x = ts[i];
+        ts[i] = ts[j];
+        ts[j] = x;
+      }
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return ts[reps / 2];
+}
+
+#endif /* MOEROUTE_DEV_LAB_UTIL_H */
