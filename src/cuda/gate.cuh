@@ -1150,6 +1150,9 @@ __device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsig
   mr_warp_top<uint32_t, EPW, L>(t, top);
   if (lane < (uint32_t)L) s.top[warp][lane] = mr_top_of_lane<uint32_t, L>(top, lane);
   __syncthreads();
+  /* from here warp 0 alone reads s; the kernel's loop-top barrier keeps the next
+   * row's writes behind these reads. Any new read of s by warps 1-3 after this
+   * point needs a barrier of its own before the next row. */
   if (warp != 0) return;
 
   /* 4. warp 0: lanes l take warp (l % 4)'s list, two butterfly stages merge the
