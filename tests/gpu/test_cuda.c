@@ -1859,10 +1859,22 @@ static void group_engine(void) {
  * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
  * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
 static void group_thresholds(void) {
-  /* DeepSeek-R1 sizes with softmax (bench's deepseek-r1-softmax; not in ENGINE_SHAPES,
-   * whose other groups keep their case lists) */
-  static const engine_shape DS_SOFTMAX = {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM,
-                                          1.0f, MOEROUTE_DTYPE_BF16, 7168, "ds-softmax"};
+  /* shapes only these switches need (not in ENGINE_SHAPES, whose other groups keep
+   * their case lists): DeepSeek-R1 sizes with softmax (bench's deepseek-r1-softmax),
+   * and wide gate rows at EPL = 32, at the E <= 384 split of the bound, and with
+   * other group layouts (32 lanes per group; five groups) */
+  static const engine_shape LOCAL[] = {
+      {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 7168,
+       "ds-softmax"},
+      {1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
+       "sig-e1024"},
+      {512, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.0f, MOEROUTE_DTYPE_FP32, 2048,
+       "sig-e512"},
+      {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 4, 2, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_FP32, 4096,
+       "sig-e256-g4"},
+      {160, 6, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 1, 5, 3, MOEROUTE_GROUP_SCORE_MAX, 1.0f, MOEROUTE_DTYPE_FP16, 2048,
+       "ssp-e160-g5"},
+  };
   static const struct {
     const char* shape;
     int64_t T; /* the lower side; the upper is T + 1 */
@@ -1885,6 +1897,10 @@ static void group_thresholds(void) {
       {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
       {"ds-softmax", 1, 0},       /* tiny.cu: E > 128 at T = 1 only (T = 2: the pair) */
+      {"sig-e1024", 256, 0},      /* wide, EPL = 32, E > 384: up to T = 256 */
+      {"sig-e512", 256, 1},       /* wide, E = 512 > 384: up to 256 (not 512) */
+      {"sig-e256-g4", 256, 0},    /* wide grouped, 32 lanes per group */
+      {"ssp-e160-g5", 256, 1},    /* wide grouped, five groups of 32 (E = 160: 2 elements per lane and warp) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
@@ -1892,7 +1908,10 @@ static void group_thresholds(void) {
       const int64_t T = C[i].T + side;
       if (too_large(T)) continue;
       tcase tc;
-      const engine_shape* sh = strcmp(C[i].shape, DS_SOFTMAX.name) == 0 ? &DS_SOFTMAX : shape_by_name(C[i].shape);
+      const engine_shape* sh = NULL;
+      for (int j = 0; j < NUM(LOCAL); j++)
+        if (strcmp(C[i].shape, LOCAL[j].name) == 0) sh = &LOCAL[j];
+      if (!sh) sh = shape_by_name(C[i].shape);
       engine_config(&tc, sh, T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
       if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
       run_case_timed(&tc, "thresholds", 0);
