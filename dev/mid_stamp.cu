@@ -132,30 +132,15 @@ int main(void) {
       }
       /* kernel metric: 50 calls in a graph, median of 9 replays */
       cudaGraph_t g;
-      cudaGraphExec_t ge;
       CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
       for (int i = 0; i < 50; ++i) CK(lab_launch_mid_sort(&cfg, &o, ids, w, s));
       CK(cudaStreamEndCapture(s, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphLaunch(ge, s));
-      double km[9];
-      for (int r = 0; r < 9; ++r) {
-        CK(cudaEventRecord(e0, s));
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(e1, s));
-        CK(cudaEventSynchronize(e1));
-        float ms;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
-        km[r] = ms * 1000.0 / 50;
-      }
-      qsort(km, 9, sizeof(double), cmp_d);
+      const double km = lab_graph_us(g, 50, 9, 1, s);
       unsigned long long st[16];
       CK(cudaMemcpyFromSymbol(st, g_stamp, sizeof st));
-      printf("\n   kernel metric %.2f us; last graph call's stamps: span %llu", km[4], st[8] - st[0]);
+      printf("\n   kernel metric %.2f us; last graph call's stamps: span %llu", km, st[8] - st[0]);
       for (int q = 1; q < 9; ++q) printf(" | %d: %llu", q, st[q] - st[q - 1]);
       printf("\n");
-      CK(cudaGraphExecDestroy(ge));
-      CK(cudaGraphDestroy(g));
     }
     { /* twice in one launch: R as the library picks it, same shared memory */
       const int64_t share = 1024;
