@@ -313,9 +313,7 @@ typedef struct mr_cuda_tuning {
                             warp per row, 4 / 8 / 16 */
   int gate_wide;         /* sigmoid / sqrt_softplus rows over four warps (gate.cu): 0 = auto (gate.cu: T <= 256; 512
                             for rows without groups, k <= 8, E <= 384; never softmax),
-                            -1 = never, > 0 = up to this T and softmax
-                            rows too (lab: their weights then differ in the last bit from
-                            route's cluster kernel, so test_cuda --no-pdl would fail) */
+                            -1 = never, > 0 = up to this T */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

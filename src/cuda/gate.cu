@@ -198,20 +198,16 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
  * DeepSeek-R1's route is no faster there (11.40 / 12.00). */
 #define MR_WIDE_DEFAULT_T 256
 #define MR_WIDE_FULL_T 512 /* FULL rows, k <= 8, E <= 384 */
-/* Softmax rows (lab run 11, dev/runs/run11/wide_time.log, same metric): 16-bit
- * rows lose wide at every T (Qwen3-Next 2.12 / 2.98 at T = 1, DeepSeek-R1
- * softmax 1.68 / 2.20, E = 1024 k = 16 2.54 / 5.43): their packed merge (two
- * 16-bit keys per word) is short already, and the wide form gives it up. fp32
- * rows (FULL, E = 384, k = 8) win up to T = 128 (2.74 / 2.06 at 1, 2.94 / 2.30 at
- * 128), tie at 256 and lose at 512 (3.21 / 4.07). But the wide denominator is
- * summed in another order than the warp-per-row kernels' (gate kernel, cluster
- * kernel), so its weights can differ in the last bit from route's fused path
- * (results run 10, test_cuda --no-pdl: 98 of 413 sorted weights one ulp off);
- * the fused and unfused paths agree bit for bit (README, design.md 24). Auto never
- * takes softmax rows wide; the knob (mr_cuda_tune.gate_wide > 0) does, for the
- * lab. */
-/* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), or, with
- * the knob set only, softmax rows without bias or groups; k <= 16,
+/* Softmax rows stay on the warp-per-row kernels. Lab run 11 (commit de5a513,
+ * dev/runs/run11/wide_time.log, same metric) tried them wide, each warp publishing
+ * its maximum and its denominator: 16-bit rows lost at every T (Qwen3-Next 2.12 /
+ * 2.98 at T = 1, DeepSeek-R1 softmax 1.68 / 2.20): their packed merge (two 16-bit
+ * keys per word) is short already. fp32 rows (E = 384, k = 8) won up to T = 128
+ * (2.74 / 2.06), but the four-warp denominator is summed in another order than the
+ * warp-per-row kernels' (gate kernel, cluster kernel), so route's weights could
+ * differ in the last bit from the chain's (results run 10, test_cuda --no-pdl: 98
+ * of 413 sorted weights one ulp off). The code was removed (perf-log v7). */
+/* The wide kernel takes cfg: sigmoid / sqrt_softplus rows (fp32 keys), k <= 16,
  * E > 128 (EPL >= 8: at least two elements per lane and warp), T within the
  * bound; grouped selection when each group is whole lanes of one warp. Knob
  * mr_cuda_tune.gate_wide: -1 never, > 0 the T bound instead of the default. */
@@ -222,13 +218,9 @@ static int mr_gate_wide_fits(const mr_config* cfg, const mr_gate_args* a, int ki
                         : kind == MR_KIND_FULL && a->top_k <= 8 && a->num_experts <= 384 ? MR_WIDE_FULL_T
                                                                                           : MR_WIDE_DEFAULT_T;
   if (cfg->num_tokens > bound) return 0;
-  if (a->top_k > 16) return 0;
+  if (kind == MR_KIND_PACKED || a->score == MOEROUTE_SCORE_SOFTMAX || a->top_k > 16) return 0; /* see above */
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (epl < 8) return 0;
-  if (a->score == MOEROUTE_SCORE_SOFTMAX) { /* the key is the logit: no bias, no groups */
-    if (a->bias != NULL || kind == MR_KIND_GROUPED) return 0;
-    if (knob == 0) return 0; /* lab only (below) */
-  }
   if (kind == MR_KIND_GROUPED) {
     const int epw = epl / MR_WIDE_WARPS, gs = a->group_size;
     if (a->num_groups > 32 || gs % epw != 0 || (32 * epw) % gs != 0) return 0;

@@ -1030,17 +1030,12 @@ __device__ __forceinline__ uint32_t mr_raw_neg_inf(bool f16) {
  * exactness rule and the same exact fallback (mr_pick_exact on the whole row)
  * as mr_gate_full: identical ids and weights.
  *
- * Softmax rows without bias or groups (the key is the logit, contract 2.3;
- * PACKED rows too) need no score per element: each warp publishes its maximum
- * and its denominator relative to that maximum, and warp 0 combines the four
- * (sum_w * 2^((max_w - max) log2 e)) for the picks' weights. The ids are those
- * of every other path; the weights differ from the warp-per-row path only in
- * the denominator's summation order (within the contract's 1e-5).
- *
- * Scope (host, mr_gate_wide_fits): SIGMOID or SQRT_SOFTPLUS, or SOFTMAX without
- * bias or groups; k <= 16, EPL >= 8; grouped selection only when every group is
- * whole lanes of one warp (G <= 32). Called by every thread of the CTA (CTA
- * barriers inside); the row's smem must not be in use.
+ * Scope (host, mr_gate_wide_fits): SIGMOID or SQRT_SOFTPLUS, k <= 16, EPL >= 8
+ * (softmax rows were tried with a per-warp maximum and denominator: slower for
+ * 16-bit rows, and the weights' last bit then differs from the other paths';
+ * perf-log v7, lab run 11 at de5a513); grouped selection only when every
+ * group is whole lanes of one warp (G <= 32). Called by every thread of the CTA
+ * (CTA barriers inside); the row's smem must not be in use.
  */
 #define MR_WIDE_WARPS 4
 #define MR_WIDE_THREADS (MR_WIDE_WARPS * 32)
@@ -1051,8 +1046,6 @@ struct mr_wide_smem {
   float score[32 * EPL];            /* unbiased scores by expert */
   uint32_t top[MR_WIDE_WARPS][16];  /* each warp's top L truncated keys */
   uint32_t gkey[32];                /* group scores (ord32) by group */
-  float wmax[MR_WIDE_WARPS];        /* softmax: each warp's maximum logit */
-  float wsum[MR_WIDE_WARPS];        /* softmax: each warp's denominator relative to its maximum */
 };
 
 template <int DT, int EPL, bool GROUPED, int L>
@@ -1081,35 +1074,13 @@ __device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsig
   }
   float kv[EPW];
   uint32_t key[EPW];
-  const bool softmax = !GROUPED && p.score == MOEROUTE_SCORE_SOFTMAX; /* no bias (host) */
-  if (softmax) {
-    float x[EPW];
 #pragma unroll
-    for (int r = 0; r < EPW; ++r) {
-      x[r] = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
-      key[r] = mr_ord32(x[r]);
-    }
-    const float wm = mr_unord32(__reduce_max_sync(MR_FULL_MASK, mr_ord32(mr_tree_fmax<EPW>(x))));
-    float sum = 0.0f;
-    if (wm != -INFINITY) {
-#pragma unroll
-      for (int r = 0; r < EPW; ++r) sum += mr_exp_sum_term(x[r] - wm);
-    }
-#pragma unroll
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
-    if (lane == 0u) {
-      s.wmax[warp] = wm;
-      s.wsum[warp] = sum;
-    }
-  } else {
-#pragma unroll
-    for (int r = 0; r < EPW; ++r) {
-      const float x = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
-      const float sc = mr_score(p.score, x, 0.0f, 1.0f); /* SIGMOID / SQRT_SOFTPLUS: max and sum unused */
-      kv[r] = x == -INFINITY ? -INFINITY : sc + bv[r];
-      key[r] = mr_ord32(kv[r]);
-      s.score[e0 + (uint32_t)r] = sc;
-    }
+  for (int r = 0; r < EPW; ++r) {
+    const float x = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
+    const float sc = mr_score(p.score, x, 0.0f, 1.0f); /* SIGMOID / SQRT_SOFTPLUS: max and sum unused */
+    kv[r] = x == -INFINITY ? -INFINITY : sc + bv[r];
+    key[r] = mr_ord32(kv[r]);
+    s.score[e0 + (uint32_t)r] = sc;
   }
 
   /* 2. grouped selection (contract 2.4, design.md 1): group scores over the
@@ -1191,19 +1162,7 @@ __device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsig
 
   /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
   float w = 0.0f;
-  if (softmax) {
-    float max = -INFINITY, sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < MR_WIDE_WARPS; ++i) max = fmaxf(max, s.wmax[i]);
-    if (max != -INFINITY) {
-#pragma unroll
-      for (int i = 0; i < MR_WIDE_WARPS; ++i)
-        if (s.wmax[i] != -INFINITY) sum += s.wsum[i] * mr_exp_sum_term(s.wmax[i] - max);
-    }
-    if ((int)lane < k && my_key != MR_ORD_NEG_INF) w = mr_score(MOEROUTE_SCORE_SOFTMAX, mr_unord32(my_key), max, sum);
-  } else if ((int)lane < k && my_key != MR_ORD_NEG_INF) {
-    w = s.score[id];
-  }
+  if ((int)lane < k && my_key != MR_ORD_NEG_INF) w = s.score[id];
   w = mr_finish_weight(p, w);
   if ((int)lane < k) {
     out_ids[lane] = id;
