@@ -25,7 +25,8 @@ timeout ${BENCH_S:-110} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench r
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 # the device tool returns about eight files: the small logs travel in one tarball
 # (the plot and its table are redrawn from the CSVs: bench/plot_scaling.py)
-tar czf $O/logs.tgz -C $O bench.err build.log sanitize.log test_cuda_large.log scaling.log h200-decode.cmd 2>/dev/null
+LOGS="bench.err build.log sanitize.log test_cuda_large.log scaling.log h200-decode.cmd"
+tar czf $O/logs.tgz -C $O $LOGS 2>/dev/null
 grep -E "tests passed|tests failed|ctest rc" $O/ctest.log | tail -3
 for n in $(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: test_cuda' $O/ctest.log | sed -E 's/.*#([0-9]+):.*/\1/'); do grep -E "^$n: [0-9]+ passed, [0-9]+ failed" $O/ctest.log | tail -1; done
 grep -E "FAIL" $O/ctest.log | head -5
@@ -34,4 +35,4 @@ sed -n '/verdicts/,$p' $O/sanitize.log
 tail -2 $O/bench.err; cut -d, -f1,2,9,10,11,12 $O/h200-decode.csv | head -14
 tail -2 $O/scaling.log; grep -E "\| (1024|16384|65536) \|" $O/h200-scaling.md | head -12
 cat $O/env.log
-rm -f $O/bench.err $O/build.log $O/sanitize.log $O/test_cuda_large.log $O/scaling.log $O/h200-decode.cmd $O/h200-scaling.md $O/h200-scaling.png
+(cd $O && rm -f $LOGS h200-scaling.md h200-scaling.png)

@@ -1805,12 +1805,16 @@ static int want_group(const char* name) {
   return !g_opt.only_group || strcmp(g_opt.only_group, name) == 0;
 }
 
-static const engine_shape* shape_by_name(const char* name) {
+/* The shape called name in tab[0..n), else in ENGINE_SHAPES (tab may be NULL). */
+static const engine_shape* shape_in(const engine_shape* tab, int n, const char* name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(tab[i].name, name) == 0) return &tab[i];
   for (int i = 0; i < NUM(ENGINE_SHAPES); i++)
     if (strcmp(ENGINE_SHAPES[i].name, name) == 0) return &ENGINE_SHAPES[i];
   fprintf(stderr, "FATAL: no engine shape %s\n", name);
   exit(1);
 }
+static const engine_shape* shape_by_name(const char* name) { return shape_in(NULL, 0, name); }
 
 static void group_random(void) {
   int n = g_opt.configs;
@@ -1908,11 +1912,7 @@ static void group_thresholds(void) {
       const int64_t T = C[i].T + side;
       if (too_large(T)) continue;
       tcase tc;
-      const engine_shape* sh = NULL;
-      for (int j = 0; j < NUM(LOCAL); j++)
-        if (strcmp(C[i].shape, LOCAL[j].name) == 0) sh = &LOCAL[j];
-      if (!sh) sh = shape_by_name(C[i].shape);
-      engine_config(&tc, sh, T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
+      engine_config(&tc, shape_in(LOCAL, NUM(LOCAL), C[i].shape), T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
       if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
       run_case_timed(&tc, "thresholds", 0);
     }
