@@ -218,6 +218,8 @@ static void gen_case(Case* c) {
   static const int Ns[] = {0, 0, 64, 128};
   c->tune.tiny_max_n = pick(Ns, 4); /* tiny.cu up to T*k = 128 (its multi-warp sort) */
   c->tune.no_tiny = urand() < 0.2;
+  static const int Ws[] = {0, 0, -1, 4, 8}; /* tiny.cu's wide form: auto, never, up to T = 4 / 8 (T*k <= 128) */
+  c->tune.tiny_wide = pick(Ws, 5);
   c->tune.decode_pdl = irand(3) - 1; /* PDL off / auto / on (the run twice checks back-to-back calls) */
 }
 

@@ -10,7 +10,11 @@
  *    that form was removed, gate.cu.)
  * 2. Kernel metric (50 calls in one graph, median of 15 replays / 50): gate
  *    alone and route (moe_buf [T, hidden] bf16 cleared, CK layout, U = 32), old
- *    against wide, T = 1 .. 512.
+ *    against wide, T = 1 .. 512 (tiny.cu's wide form off: mr_cuda_tune.tiny_wide = -1).
+ * --tiny (session 9): route by tiny.cu's wide form (mr_cuda_tune.tiny_wide = 8)
+ *    against route without it (-1: the pair, wide gate kernel + one-launch sort),
+ *    T = 1 .. 8: the sorted outputs, totals and top-k compared bit for bit on the
+ *    three input kinds, then both timed (kernel metric, moe_buf cleared).
  *
  * Build (after cmake --build B):
  *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu B/libmoeroute.a -o B/wide_lab
@@ -170,6 +174,7 @@ static void gate_to_host(Case* c, int knob, int32_t* ids, float* w, cudaStream_t
 
 static double time_op(Case* c, int knob, int route, cudaStream_t s) {
   mr_cuda_tune.gate_wide = knob;
+  if (knob != 0) mr_cuda_tune.tiny_wide = -1; /* the wide gate kernel against the warp-per-row one */
   const int calls = 50, reps = 15;
   cudaGraph_t g;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
@@ -185,7 +190,92 @@ static double time_op(Case* c, int knob, int route, cudaStream_t s) {
   return lab_graph_us(g, calls, reps, 3, s);
 }
 
+/* route with mr_cuda_tune.tiny_wide = tw; the outputs to host (o: ids | weights
+ * bits | block ids | totals | topk ids | topk weights bits, int32 words; n words) */
+static size_t route_to_host(Case* c, int tw, int32_t* o, cudaStream_t s) {
+  mr_cuda_tune.tiny_wide = tw;
+  moeroute_sizes z;
+  memset(&z, 0, sizeof z);
+  moeroute_get_sizes(&c->p, &z);
+  CK(cudaMemsetAsync(c->b.sorted_ids, 0xff, 4 * (size_t)z.ck_sorted_len, s));
+  CK(cudaMemsetAsync(c->b.sorted_expert_ids, 0xff, 4 * (size_t)z.ck_blocks_len, s));
+  if (moeroute_cuda_route(&c->p, &c->b, s) != MOEROUTE_OK) {
+    fprintf(stderr, "route: %s\n", moeroute_last_error());
+    exit(2);
+  }
+  int32_t nv[2];
+  CK(cudaMemcpyAsync(nv, c->b.num_valid_ids, 8, cudaMemcpyDeviceToHost, s));
+  CK(cudaStreamSynchronize(s));
+  const size_t tot = (size_t)nv[0], nb = tot / 32u, n = (size_t)c->p.num_tokens * c->p.top_k;
+  size_t w = 0;
+  o[w++] = nv[0];
+  o[w++] = nv[1];
+  CK(cudaMemcpyAsync(o + w, c->b.sorted_ids, 4 * tot, cudaMemcpyDeviceToHost, s));
+  w += tot;
+  CK(cudaMemcpyAsync(o + w, c->b.sorted_weights, 4 * tot, cudaMemcpyDeviceToHost, s));
+  w += tot;
+  CK(cudaMemcpyAsync(o + w, c->b.sorted_expert_ids, 4 * nb, cudaMemcpyDeviceToHost, s));
+  w += nb;
+  CK(cudaMemcpyAsync(o + w, c->b.topk_ids, 4 * n, cudaMemcpyDeviceToHost, s));
+  w += n;
+  CK(cudaMemcpyAsync(o + w, c->b.topk_weights, 4 * n, cudaMemcpyDeviceToHost, s));
+  w += n;
+  CK(cudaStreamSynchronize(s));
+  mr_cuda_tune.tiny_wide = 0;
+  return w;
+}
+
+static double time_route_tw(Case* c, int tw, cudaStream_t s) {
+  mr_cuda_tune.tiny_wide = tw;
+  const double us = time_op(c, 0, 1, s);
+  mr_cuda_tune.tiny_wide = 0;
+  return us;
+}
+
+static int tiny_main(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {1, 2, 3, 4, 6, 8};
+  long checks = 0, bad = 0;
+  for (int si = 0; si < NSH; ++si)
+    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti)
+      for (int kind = 0; kind < 3; ++kind) {
+        Case c;
+        make_case(&c, &SH[si], TS[ti], kind);
+        moeroute_sizes z;
+        memset(&z, 0, sizeof z);
+        moeroute_get_sizes(&c.p, &z);
+        const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+        int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+        const size_t na = route_to_host(&c, -1, a, s), nb = route_to_host(&c, 8, b, s);
+        checks++;
+        if (na != nb || memcmp(a, b, 4 * na)) {
+          bad++;
+          size_t j = 0;
+          while (j < na && a[j] == b[j]) ++j;
+          printf("MISMATCH %s T=%d kind=%d: words %zu/%zu, first difference at %zu: %d/%d\n", SH[si].name, TS[ti],
+                 kind, na, nb, j, j < na ? a[j] : 0, j < na ? b[j] : 0);
+        }
+        free(a);
+        free(b);
+        free_case(&c);
+      }
+  printf("check: %ld cases, %ld mismatches (route by tiny.cu's wide form against the pair, bits)\n", checks, bad);
+  printf("\nkernel metric, us, route (moe_buf cleared): pair (tiny_wide -1) | tiny wide (8) | auto\n");
+  printf("%-18s %5s %8s %8s %8s\n", "shape", "T", "pair", "tiny", "auto");
+  for (int si = 0; si < NSH; ++si)
+    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti) {
+      Case c;
+      make_case(&c, &SH[si], TS[ti], 0);
+      const double r0 = time_route_tw(&c, -1, s), r1 = time_route_tw(&c, 8, s), r2 = time_route_tw(&c, 0, s);
+      printf("%-18s %5d %8.2f %8.2f %8.2f\n", SH[si].name, TS[ti], r0, r1, r2);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && !strcmp(argv[1], "--tiny")) return tiny_main();
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -314,6 +314,9 @@ typedef struct mr_cuda_tuning {
   int gate_wide;         /* sigmoid / sqrt_softplus rows over four warps (gate.cu): 0 = auto (gate.cu: T <= 256; 512
                             for rows without groups, k <= 8, E <= 384; never softmax),
                             -1 = never, > 0 = up to this T */
+  int tiny_wide;         /* route of sigmoid / sqrt_softplus rows by tiny.cu with wide gate rows (two groups of
+                            four warps): 0 = auto (T <= MR_TINY_WIDE_T, T*k <= 32), -1 = never, > 0 = up to this T
+                            (T*k <= 128) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -376,8 +379,9 @@ cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out*
                                         const float* topk_weights, void* workspace, cudaStream_t stream);
 
 /* tiny.cu: the one-launch route for small decode calls (one routing CTA, a one-warp
- * sort); _fits: the kernel can run the call, _takes: the dispatch gives it the call. */
-int mr_cuda_tiny_fits(const mr_config* cfg);
+ * sort); _takes: the dispatch gives it the call. */
+/* gate.cu: the row can take the wide gate rows (four warps per row), T bound aside. */
+int mr_cuda_gate_wide_shape(const mr_config* cfg, const mr_gate_args* a, int kind);
 int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream);

@@ -178,14 +178,19 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
   for (int64_t t = (int64_t)(blockIdx.x - clear_ctas); t < T; t += step) {
     if (t >= step) __syncthreads(); /* the previous row's readers of s are done */
     const unsigned char* row = p.logits + t * p.row_bytes;
-    int32_t* ids = topk_ids + t * k;
-    float* ws = topk_weights + t * k;
+    int32_t id;
+    float w;
+    bool out;
     if (k <= 4)
-      mr_gate_wide_row<DT, EPL, GR, 4>(p, row, s, ids, ws);
+      out = mr_gate_wide_row<DT, EPL, GR, 4>(p, row, s, 0u, &id, &w);
     else if (k <= 8)
-      mr_gate_wide_row<DT, EPL, GR, 8>(p, row, s, ids, ws);
+      out = mr_gate_wide_row<DT, EPL, GR, 8>(p, row, s, 0u, &id, &w);
     else
-      mr_gate_wide_row<DT, EPL, GR, 16>(p, row, s, ids, ws);
+      out = mr_gate_wide_row<DT, EPL, GR, 16>(p, row, s, 0u, &id, &w);
+    if (out && (int)(threadIdx.x & 31u) < k) {
+      topk_ids[t * k + (threadIdx.x & 31u)] = id;
+      topk_weights[t * k + (threadIdx.x & 31u)] = w;
+    }
   }
 }
 
@@ -218,6 +223,12 @@ static int mr_gate_wide_fits(const mr_config* cfg, const mr_gate_args* a, int ki
                         : kind == MR_KIND_FULL && a->top_k <= 8 && a->num_experts <= 384 ? MR_WIDE_FULL_T
                                                                                           : MR_WIDE_DEFAULT_T;
   if (cfg->num_tokens > bound) return 0;
+  return mr_cuda_gate_wide_shape(cfg, a, kind);
+}
+
+/* The shape part of mr_gate_wide_fits (also tiny.cu's wide form). */
+extern "C" int mr_cuda_gate_wide_shape(const mr_config* cfg, const mr_gate_args* a, int kind) {
+  (void)cfg;
   if (kind == MR_KIND_PACKED || a->score == MOEROUTE_SCORE_SOFTMAX || a->top_k > 16) return 0; /* see above */
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (epl < 8) return 0;

@@ -1034,8 +1034,9 @@ __device__ __forceinline__ uint32_t mr_raw_neg_inf(bool f16) {
  * (softmax rows were tried with a per-warp maximum and denominator: slower for
  * 16-bit rows, and the weights' last bit then differs from the other paths';
  * perf-log v7, lab run 11 at de5a513); grouped selection only when every
- * group is whole lanes of one warp (G <= 32). Called by every thread of the CTA
- * (CTA barriers inside); the row's smem must not be in use.
+ * group is whole lanes of one warp (G <= 32). Called by the 128 threads of one
+ * group of four warps (barriers inside: mr_wide_bar); the row's smem must not be
+ * in use.
  */
 #define MR_WIDE_WARPS 4
 #define MR_WIDE_THREADS (MR_WIDE_WARPS * 32)
@@ -1048,15 +1049,24 @@ struct mr_wide_smem {
   uint32_t gkey[32];                /* group scores (ord32) by group */
 };
 
+/* The barrier of one row's four warps: named barrier `id` over 128 threads (0 in
+ * the gate kernel's 128-thread CTA, where it is the CTA barrier; 1 + group in
+ * tiny.cu, where two groups of four warps gate a row each). */
+__device__ __forceinline__ void mr_wide_bar(uint32_t id) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(MR_WIDE_THREADS) : "memory");
+}
+
+/* Returns true in warp 0 of the group, whose lanes l < k then hold pick l in
+ * *id_out / *w_out; warps 1-3 return false early (after their last barrier). */
 template <int DT, int EPL, bool GROUPED, int L>
-__device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsigned char* row, mr_wide_smem<EPL>& s,
-                                                 int32_t* out_ids, float* out_w) {
+__device__ __forceinline__ bool mr_gate_wide_row(const mr_gate_p& p, const unsigned char* row, mr_wide_smem<EPL>& s,
+                                                 uint32_t bar_id, int32_t* id_out, float* w_out) {
   constexpr int W = MR_ESZ(DT);
   constexpr int EPW = EPL / MR_WIDE_WARPS;
   constexpr uint32_t M = mr_trunc_bits<EPL>::M;
   constexpr int IB = mr_trunc_bits<EPL>::IB;
   static_assert(EPW >= 1 && EPL % MR_WIDE_WARPS == 0, "wide row shape");
-  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint32_t lane = threadIdx.x & 31u, warp = (threadIdx.x >> 5) & (MR_WIDE_WARPS - 1u);
   const int E = p.num_experts, k = p.top_k;
   const bool f16 = p.f16 != 0;
   const uint32_t e0 = (warp * 32u + lane) * (uint32_t)EPW;
@@ -1094,7 +1104,7 @@ __device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsig
     const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
     const uint32_t g = (warp * 32u + lane) >> (__ffs(LPG) - 1); /* LPG: a power of two */
     if ((lane & (uint32_t)(LPG - 1)) == 0u && (int)e0 < E) s.gkey[g] = mr_ord32(gv);
-    __syncthreads();
+    mr_wide_bar(bar_id);
     const int G = p.num_groups;
     const uint32_t gk = (int)lane < G ? s.gkey[lane] : 0u;
     uint32_t rank = 0u;
@@ -1120,11 +1130,11 @@ __device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsig
   uint32_t top[L];
   mr_warp_top<uint32_t, EPW, L>(t, top);
   if (lane < (uint32_t)L) s.top[warp][lane] = mr_top_of_lane<uint32_t, L>(top, lane);
-  __syncthreads();
-  /* from here warp 0 alone reads s; the kernel's loop-top barrier keeps the next
+  mr_wide_bar(bar_id);
+  /* from here warp 0 alone reads s; the caller's loop-top barrier keeps the next
    * row's writes behind these reads. Any new read of s by warps 1-3 after this
    * point needs a barrier of its own before the next row. */
-  if (warp != 0) return;
+  if (warp != 0) return false;
 
   /* 4. warp 0: lanes l take warp (l % 4)'s list, two butterfly stages merge the
    * four; then mr_top_trunc's finish with shared-memory reads */
@@ -1163,11 +1173,9 @@ __device__ __forceinline__ void mr_gate_wide_row(const mr_gate_p& p, const unsig
   /* weights: the unbiased score of each pick, 0 for a -inf key (design.md 4) */
   float w = 0.0f;
   if ((int)lane < k && my_key != MR_ORD_NEG_INF) w = s.score[id];
-  w = mr_finish_weight(p, w);
-  if ((int)lane < k) {
-    out_ids[lane] = id;
-    out_w[lane] = w;
-  }
+  *w_out = mr_finish_weight(p, w);
+  *id_out = id;
+  return true;
 }
 
 #endif /* MOEROUTE_CUDA_GATE_CUH */

@@ -1,30 +1,35 @@
 /*
- * tiny.cu - route in ONE launch for 16-bit softmax rows when T <= 8, T*k <= 32,
- * T*E <= 512, min(T*k, E) <= 16, E <= 256 and T = 1 for E > 128
- * (mr_cuda_tiny_takes; DeepSeek-R1 sizes T = 1):
- * one routing CTA gates every row itself (a warp per row) and sorts the at
- * most 32 entries inside ONE warp, with no expert-sized table, no block-wide
- * scan and no cross-CTA exchange; the other CTAs of the launch clear moe_buf.
+ * tiny.cu - route in ONE launch for small decode calls (mr_cuda_tiny_takes):
+ *   - 16-bit softmax rows when T <= 8, T*k <= 32, T*E <= 512, min(T*k, E) <= 16,
+ *     E <= 256 and T = 1 for E > 128 (DeepSeek-R1 sizes T = 1): a warp per row;
+ *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
+ *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T and T*k <= 32: a row per group
+ *     of four warps, two groups (Kimi-K2, grouped DeepSeek-R1 at T = 1).
+ * One routing CTA gates every row itself and sorts the at most 32 entries
+ * inside ONE warp, with no expert-sized table, no block-wide scan and no
+ * cross-CTA exchange; the other CTAs of the launch clear moe_buf.
  *
  * Why (perf-log v4, stamp_lab run 4): the cluster kernel of fused.cu spent
  * ~3100 cycles after gating at T = 1 (exchange ~900, mask table ~290, the
  * block scan over E ~880, emission ~1050), all of it dependent latency, not
  * cold caches (the same code run twice in a row costs the same). Here:
  *
- *   1. warps w < T gate rows w, w + 8, ...; lanes j < k put entry i = t*k + j
- *      (expert, weight bits) into shared memory. Meanwhile the last warp (or
- *      warp 0 after its rows) turns expert_mask into a bitmap of E bits and
- *      the prefix counts of its words (local ids, design.md 7).
+ *   1. the gating warps put entry i = t*k + j (expert, weight bits) into shared
+ *      memory. Meanwhile an idle warp (or warp 0 after its rows) turns
+ *      expert_mask into a bitmap of E bits and the prefix counts of its words
+ *      (local ids, design.md 7).
  *   2. one CTA barrier; warp 0, lane i = entry i:
- *        match = the lanes with the same expert (mr_warp_peers): cnt = popc(match), rank = popc of
+ *        peers = the lanes with the same expert (mr_warp_peers): cnt = popc, rank = popc of
  *        the lanes below (ascending i = ascending token, then slot);
  *        leader (rank 0, expert enabled): blocks = ceil(cnt / U);
  *        start block = sum of blocks of the leaders with a smaller expert
- *        (32 independent shuffles), total = sum of all;
- *      entry i goes to start * U + rank; each leader publishes a record
- *      (start, cnt, blocks, local id).
- *   3. one CTA barrier; warp w writes the padding and block ids of records
- *      w, w + 8, ... (coalesced); thread 0 the totals.
+ *        (n independent shuffles, in eights), total = sum of all;
+ *      entry i goes to start * U + rank; each leader fills its blocks' rows of
+ *      the block table (local id, real entries in the block).
+ *   3. one CTA barrier; every thread writes padding slots j, j + 256, ... of
+ *      [0, total * U) (a slot is padding when its offset in its block is at
+ *      least the block's real entries) and thread b the id of block b: one
+ *      coalesced pass (v8; it was a warp per expert's record, ~900 cycles).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -41,16 +46,18 @@
 
 /* T*k bound of this kernel; above 32 entries the sort takes the multi-warp form */
 #define MR_TINY_MAX_N 128u
+/* T bound of the wide form (auto); lab knob mr_cuda_tune.tiny_wide */
+#define MR_TINY_WIDE_T 2
 /* shared memory, words: entries [2 * 128] | mask bitmap [32] | its prefix counts [32] |
- * per-warp leader counts [16] | packed (expert, blocks) [128] | records [4 * 128] |
- * entry bit table [E * ceil(n/32)] (n > 32 only) | grouped scratch (tk.scratch_off) */
+ * (unused) [16] | packed (expert, blocks) [128] | block table [128]:
+ * (real entries << 16) | local id, by block | entry bit table [E * ceil(n/32)]
+ * (n > 32 only) | gating scratch (tk.scratch_off: grouped rows, or the wide rows) */
 #define MR_TINY_ENT 0u
 #define MR_TINY_BM 256u
 #define MR_TINY_PRE 288u
-#define MR_TINY_WL 320u
 #define MR_TINY_PK 336u
-#define MR_TINY_REC 464u
-#define MR_TINY_TBL 976u
+#define MR_TINY_BLK 464u
+#define MR_TINY_TBL 592u
 
 typedef struct mr_tiny_k {
   uint32_t n;             /* T*k <= MR_TINY_MAX_N */
@@ -62,9 +69,41 @@ typedef struct mr_tiny_k {
   uint32_t E;
   uint32_t nw;            /* ceil(n / 32) */
   uint32_t scratch_off;   /* word offset of the grouped scratch */
-  uint32_t scratch_words; /* per gating warp, 0 without grouping */
-  int32_t gate_warps;
+  uint32_t scratch_words; /* per gating warp (0 without grouping), or per group of the wide form */
+  int32_t gate_warps;     /* gating warps, or groups of four warps in the wide form */
 } mr_tiny_k;
+
+/* A leader's rows of the block table: blocks start .. start + blocks - 1 of
+ * expert `local` holding cnt entries (U per block, the rest in the last). */
+__device__ __forceinline__ void mr_tiny_blocks(uint32_t* sm, uint32_t start, uint32_t blocks, uint32_t cnt, uint32_t U,
+                                               uint32_t local) {
+  for (uint32_t q = 0; q < blocks; ++q) {
+    const uint32_t left = cnt - q * U;
+    sm[MR_TINY_BLK + start + q] = ((left < U ? left : U) << 16) | local;
+  }
+}
+
+/* Step 3: the padding slots of [0, nblk * U) and the block ids, every thread. */
+__device__ __forceinline__ void mr_tiny_emit(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
+                                             uint32_t nblk) {
+  const uint32_t tid = threadIdx.x, U = tk.U, nslot = nblk * U; /* < 2^22: umulhi exact (mr_udiv) */
+  const int32_t ck_sentinel = (int32_t)((tk.k << 24) | tk.T), vllm_sentinel = (int32_t)(tk.T * tk.k);
+#pragma unroll 1
+  for (uint32_t j = tid; j < nslot; j += MR_TINY_THREADS) {
+    const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j;
+    if (j - b * U < (sm[MR_TINY_BLK + b] >> 16)) continue; /* a real entry: placed by the sort */
+    if (o.sorted_ids) {
+      o.sorted_ids[j] = ck_sentinel;
+      if (o.sorted_weights) o.sorted_weights[j] = 0.0f;
+    }
+    if (o.sorted_token_ids) o.sorted_token_ids[j] = vllm_sentinel;
+  }
+  if (tid < nblk) {
+    const int32_t local = (int32_t)(sm[MR_TINY_BLK + tid] & 0xffffu);
+    if (o.sorted_expert_ids) o.sorted_expert_ids[tid] = local;
+    if (o.expert_ids) o.expert_ids[tid] = local;
+  }
+}
 
 /* One warp: expert_mask as a bitmap of E bits (non-zero = enabled) and the
  * exclusive prefix counts of its words, for the local ids (design.md 7). */
@@ -86,13 +125,13 @@ __device__ __forceinline__ void mr_tiny_mask_bitmap(const int32_t* mask, uint32_
  * barriers: (a) each entry clears its expert's row of the bit table (only the
  * rows of experts that occur: no expert-sized clear); (b) sets its bit
  * (atomicOr: order-free, so deterministic); (c) count and rank from the row's
- * popcounts, leaders publish (expert, blocks) and count themselves per warp;
+ * popcounts, leaders publish (expert, blocks);
  * (d) start block = sum over the published blocks of smaller experts, the
- * entry is placed, each leader writes its record. Returns after the barrier
- * that publishes the records (*nrec).
+ * entry is placed, each leader fills its rows of the block table, thread 0
+ * publishes the total (*nblk).
  */
 __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t* sm,
-                                                   bool has_mask, uint32_t* nrec) {
+                                                   bool has_mask, uint32_t* nblk) {
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t n = tk.n, nw = tk.nw, U = tk.U;
   const bool valid = tid < n;
@@ -119,9 +158,7 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
     const uint32_t x = cnt + U - 1u;
     if (en && rank == 0u) blocks = tk.umagic ? __umulhi(x, tk.umagic) : x;
   }
-  const uint32_t lb = warp < nw ? __ballot_sync(MR_FULL_MASK, blocks > 0u) : 0u;
   if (valid) sm[MR_TINY_PK + tid] = (e << 8) | blocks; /* e < 1024, blocks <= 128 / U + 1 */
-  if (warp < nw && lane == 0) sm[MR_TINY_WL + warp] = __popc(lb);
   __syncthreads();
   if (valid) {
     uint32_t start = 0u, total = 0u;
@@ -146,23 +183,53 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
       }
       if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
     }
-    uint32_t r = __popc(lb & mr_lanemask_lt());
-    for (uint32_t w = 0; w < warp; ++w) r += sm[MR_TINY_WL + w];
-    if (blocks > 0u) *(uint4*)(sm + MR_TINY_REC + 4u * r) = make_uint4(start, cnt, blocks, local);
+    mr_tiny_blocks(sm, start, blocks, cnt, U, local);
     if (tid == 0) {
-      uint32_t nr = 0u;
-      for (uint32_t w = 0; w < nw; ++w) nr += sm[MR_TINY_WL + w];
-      *nrec = nr;
+      *nblk = total;
       mr_emit_totals(&o, total * U);
     }
   }
 }
 
+/* Step 1 of the wide form: group q (warps 4q .. 4q+3) gates rows q, q + ng, ...
+ * with mr_gate_wide_row (its scratch after tk.scratch_off); warp 4q's lanes
+ * l < k store the entries. */
 template <int DT, int EPL, int KIND>
+__device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_tiny_k& tk, uint32_t* sm,
+                                                  int32_t* topk_ids, float* topk_weights) {
+  constexpr bool GR = KIND == MR_KIND_GROUPED;
+  const uint32_t lane = threadIdx.x & 31u, grp = threadIdx.x >> 7;
+  const int ng = tk.gate_warps, k = g.top_k;
+  if ((int)grp >= ng) return;
+  mr_wide_smem<EPL>& ws = ((mr_wide_smem<EPL>*)(sm + tk.scratch_off))[grp];
+  const int64_t T = g.num_tokens;
+#pragma unroll 1
+  for (int64_t t = grp; t < T; t += ng) {
+    if (t >= ng) mr_wide_bar(1u + grp); /* the previous row's readers of ws are done */
+    const unsigned char* row = g.logits + t * g.row_bytes;
+    int32_t id;
+    float w;
+    bool out;
+    if (k <= 4)
+      out = mr_gate_wide_row<DT, EPL, GR, 4>(g, row, ws, 1u + grp, &id, &w);
+    else if (k <= 8)
+      out = mr_gate_wide_row<DT, EPL, GR, 8>(g, row, ws, 1u + grp, &id, &w);
+    else
+      out = mr_gate_wide_row<DT, EPL, GR, 16>(g, row, ws, 1u + grp, &id, &w);
+    if (out && (int)lane < k) {
+      const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
+      sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
+      sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+      if (topk_ids) topk_ids[i] = id;
+      if (topk_weights) topk_weights[i] = w;
+    }
+  }
+}
+
+template <int DT, int EPL, int KIND, bool WIDE>
 __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
-  constexpr int W = MR_ESZ(DT);
   mr_pdl_enter();
   if (blockIdx.x > 0) { /* clear-only CTAs */
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1) * blockDim.x + threadIdx.x,
@@ -173,41 +240,49 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
-  const int E = g.num_experts, k = g.top_k;
-  const int64_t T = g.num_tokens;
   const int gw = tk.gate_warps;
   const bool has_mask = o.expert_mask != NULL;
   /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
-  const uint32_t mask_warp = gw < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
+  const uint32_t gating_warps = WIDE ? (uint32_t)gw * MR_WIDE_WARPS : (uint32_t)gw;
+  const uint32_t mask_warp = gating_warps < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
 
-  /* 1. gating; rows are loaded first */
-  uint32_t raw[EPL], braw[EPL];
-  const int64_t t0 = (int)warp < gw ? (int64_t)warp : T;
-  const bool has_row = t0 < T;
-  const unsigned char* row0 = g.logits + (has_row ? t0 : 0) * g.row_bytes;
-  const uint32_t ninf = mr_raw_neg_inf<DT>(g.f16 != 0);
-  mr_load_lane<W, EPL>(row0, lane, E, ninf, has_row, raw);
-  if (KIND != MR_KIND_PACKED)
-    mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, E, 0u, has_row && g.bias != NULL, braw);
-  if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
-    mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
-  if (has_row) {
-    float* gbuf = (float*)(sm + tk.scratch_off + warp * tk.scratch_words);
-    unsigned char* gsel = (unsigned char*)(gbuf + E);
-    const int64_t step = gw;
+  /* 1. gating */
+  if constexpr (WIDE) {
+    if (warp == mask_warp && mask_warp != 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
+    mr_tiny_gate_wide<DT, EPL, KIND>(g, tk, sm, topk_ids, topk_weights);
+  } else {
+    constexpr int W = MR_ESZ(DT);
+    const int k = g.top_k;
+    const int64_t T = g.num_tokens;
+    /* rows are loaded first */
+    uint32_t raw[EPL], braw[EPL];
+    const int64_t t0 = (int)warp < gw ? (int64_t)warp : T;
+    const bool has_row = t0 < T;
+    const unsigned char* row0 = g.logits + (has_row ? t0 : 0) * g.row_bytes;
+    const uint32_t ninf = mr_raw_neg_inf<DT>(g.f16 != 0);
+    mr_load_lane<W, EPL>(row0, lane, tk.E, ninf, has_row, raw);
+    if (KIND != MR_KIND_PACKED)
+      mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, tk.E, 0u, has_row && g.bias != NULL, braw);
+    if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
+      mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
+    if (has_row) {
+      float* gbuf = (float*)(sm + tk.scratch_off + warp * tk.scratch_words);
+      unsigned char* gsel = (unsigned char*)(gbuf + tk.E);
+      const int64_t step = gw;
 #pragma unroll 1
-    for (int64_t t = t0; t < T; t += step) {
-      const unsigned char* row = g.logits + t * g.row_bytes;
-      if (t != t0) mr_load_lane<W, EPL>(row, lane, E, ninf, true, raw);
-      int32_t id;
-      float w;
-      mr_gate_row<DT, EPL, KIND>(g, lane, raw, braw, row, true, gbuf, gsel, &id, &w);
-      if ((int)lane < k) {
-        const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
-        sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
-        sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
-        if (topk_ids) topk_ids[i] = id;
-        if (topk_weights) topk_weights[i] = w;
+      for (int64_t t = t0; t < T; t += step) {
+        const unsigned char* row = g.logits + t * g.row_bytes;
+        if (t != t0) mr_load_lane<W, EPL>(row, lane, tk.E, ninf, true, raw);
+        int32_t id;
+        float w;
+        mr_gate_row<DT, EPL, KIND>(g, lane, raw, braw, row, true, gbuf, gsel, &id, &w);
+        if ((int)lane < k) {
+          const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
+          sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
+          sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+          if (topk_ids) topk_ids[i] = id;
+          if (topk_weights) topk_weights[i] = w;
+        }
       }
     }
   }
@@ -217,9 +292,9 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   MR_STAMP(4);
 
   /* 2. the sort: one warp (n <= 32), or one thread per entry (n <= 128) */
-  __shared__ uint32_t s_nrec;
+  __shared__ uint32_t s_nblk;
   if (tk.n > 32u) {
-    mr_tiny_sort_multi(o, tk, sm, has_mask, &s_nrec);
+    mr_tiny_sort_multi(o, tk, sm, has_mask, &s_nblk);
   } else if (warp == 0) {
     const uint32_t n = tk.n, U = tk.U;
     const bool valid = lane < n;
@@ -237,15 +312,19 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     const bool leader = en && rank == 0u;
     const uint32_t x = cnt + U - 1u;
     const uint32_t blocks = leader ? (tk.umagic ? __umulhi(x, tk.umagic) : x) : 0u;
-    /* start block: the blocks of the leaders with a smaller expert */
+    /* start block: the blocks of the leaders with a smaller expert; lanes >= n
+     * hold pk = 0, so the eights past n add nothing */
     const uint32_t pk = valid ? (e << 8) | blocks : 0u; /* e < 1024, blocks <= 32 */
     uint32_t start = 0u, total = 0u;
+#pragma unroll 1
+    for (uint32_t j0 = 0; j0 < n; j0 += 8u) {
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const uint32_t o2 = __shfl_sync(MR_FULL_MASK, pk, j);
-      const uint32_t bj = o2 & 0xffu;
-      start += (o2 >> 8) < e ? bj : 0u;
-      total += bj;
+      for (uint32_t c = 0; c < 8u; ++c) {
+        const uint32_t o2 = __shfl_sync(MR_FULL_MASK, pk, (int)(j0 + c));
+        const uint32_t bj = o2 & 0xffu;
+        start += (o2 >> 8) < e ? bj : 0u;
+        total += bj;
+      }
     }
     if (en) {
       const uint32_t pos = start * U + rank;
@@ -256,39 +335,45 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
       }
       if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)lane;
     }
-    const uint32_t lb = __ballot_sync(MR_FULL_MASK, leader);
-    if (leader) {
-      const uint32_t r = __popc(lb & mr_lanemask_lt());
-      *(uint4*)(sm + MR_TINY_REC + 4u * r) = make_uint4(start, cnt, blocks, local);
-    }
+    if (leader) mr_tiny_blocks(sm, start, blocks, cnt, U, local);
     if (lane == 0) {
-      s_nrec = __popc(lb);
+      s_nblk = total;
       mr_emit_totals(&o, total * U);
     }
   }
   __syncthreads();
   MR_STAMP(6);
 
-  /* 3. padding and block ids, a warp per record */
-  const uint32_t nrec = s_nrec;
-#pragma unroll 1
-  for (uint32_t r = warp; r < nrec; r += MR_TINY_WARPS) {
-    const uint4 rec = *(const uint4*)(sm + MR_TINY_REC + 4u * r);
-    const uint32_t U = tk.U;
-    mr_emit_padding(&o, rec.x * U, rec.y, rec.z * U, rec.w, lane);
-  }
+  /* 3. padding and block ids, every thread */
+  mr_tiny_emit(o, tk, sm, s_nblk);
   MR_STAMP(7);
 }
 
+/* Host: tiny.cu's wide form serves the row kind (sigmoid / sqrt_softplus rows
+ * that the wide gate rows take), T and n bounds aside. */
+static int mr_tiny_wide_kind(const mr_config* cfg, const mr_gate_args* a) {
+  return mr_cuda_tune.tiny_wide >= 0 && mr_cuda_gate_wide_shape(cfg, a, mr_gate_kind(a, cfg->dtype));
+}
+
+static uint32_t mr_tiny_wide_words(int epl) {
+  switch (epl) {
+    case 8: return (uint32_t)(sizeof(mr_wide_smem<8>) / 4u);
+    case 16: return (uint32_t)(sizeof(mr_wide_smem<16>) / 4u);
+    default: return (uint32_t)(sizeof(mr_wide_smem<32>) / 4u);
+  }
+}
+
 /* Host: the launch plan, or 0 when the tiny path does not apply. */
-static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t* smem) {
+static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* K, size_t* smem) {
   if (mr_cuda_tune.no_tiny) return 0;
+  const int wide = mr_tiny_wide_kind(cfg, a);
   const int64_t n = cfg->num_tokens * cfg->top_k;
   const int64_t max_n = mr_cuda_tune.tiny_max_n > 0 ? mr_cuda_tune.tiny_max_n : MR_TINY_DEFAULT_N;
-  if (cfg->num_tokens < 1 || n > max_n || n > (int64_t)MR_TINY_MAX_N || cfg->num_experts > MR_TINY_MAX_E) return 0;
+  if (cfg->num_tokens < 1 || (!wide && n > max_n) || n > (int64_t)MR_TINY_MAX_N || cfg->num_experts > MR_TINY_MAX_E)
+    return 0;
   /* one SM gates every row: measured to pay (run 5) only while T*E is small;
    * beyond, the cluster kernel's spread of the gating wins */
-  if (mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens * cfg->num_experts > MR_TINY_DEFAULT_TE) return 0;
+  if (!wide && mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens * cfg->num_experts > MR_TINY_DEFAULT_TE) return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
   K->k = (uint32_t)cfg->top_k;
@@ -299,25 +384,43 @@ static int mr_tiny_plan(const mr_config* cfg, int grouped, mr_tiny_k* K, size_t*
   K->E = (uint32_t)cfg->num_experts;
   K->nw = (K->n + 31u) / 32u;
   K->scratch_off = (MR_TINY_TBL + (K->n > 32u ? K->E * K->nw : 0u) + 3u) & ~3u;
-  K->gate_warps = cfg->num_tokens < MR_TINY_WARPS ? (int32_t)cfg->num_tokens : MR_TINY_WARPS;
   if (K->scratch_off > MR_TINY_SMEM_BYTES / 4u) return 0;
-  if (grouped) {
-    uint32_t sw = K->E;
-    if (cfg->num_groups > 32) sw += ((uint32_t)cfg->num_groups + 3u) / 4u;
-    K->scratch_words = (sw + 3u) & ~3u;
-    const uint32_t fit = (MR_TINY_SMEM_BYTES / 4u - K->scratch_off) / K->scratch_words;
-    if (fit < 1u) return 0;
-    if ((uint32_t)K->gate_warps > fit) K->gate_warps = (int32_t)fit;
+  if (wide) { /* a group of four warps per row, two groups */
+    const int32_t groups = MR_TINY_WARPS / MR_WIDE_WARPS;
+    K->gate_warps = cfg->num_tokens < groups ? (int32_t)cfg->num_tokens : groups;
+    K->scratch_words = mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts));
+    if (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words > MR_TINY_SMEM_BYTES / 4u) return 0;
+  } else {
+    K->gate_warps = cfg->num_tokens < MR_TINY_WARPS ? (int32_t)cfg->num_tokens : MR_TINY_WARPS;
+    if (a->grouped) {
+      uint32_t sw = K->E;
+      if (cfg->num_groups > 32) sw += ((uint32_t)cfg->num_groups + 3u) / 4u;
+      K->scratch_words = (sw + 3u) & ~3u;
+      const uint32_t fit = (MR_TINY_SMEM_BYTES / 4u - K->scratch_off) / K->scratch_words;
+      if (fit < 1u) return 0;
+      if ((uint32_t)K->gate_warps > fit) K->gate_warps = (int32_t)fit;
+    }
   }
   *smem = (size_t)(K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words) * 4u;
   return 1;
 }
 
 /* Route takes tiny.cu: it fits, and the row kind is PACKED (16-bit softmax, no
- * bias, no grouping). Run 5: for the fp32-key kinds the one-SM kernel was
- * slower than the cluster kernel already at T = 1 (grouped DeepSeek-R1 7.0 us
- * against 6.4 in v3). */
+ * bias, no grouping) within the bounds below, or the rows take the wide gate
+ * rows and T <= MR_TINY_WIDE_T, T*k <= 32. Run 5: for the fp32-key kinds the
+ * one-SM kernel with a warp per row was slower than the cluster kernel already
+ * at T = 1 (grouped DeepSeek-R1 7.0 us against 6.4 in v3); a row over four
+ * warps shortens their gating ~2x (perf-log v7). */
 extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
+  mr_tiny_k K;
+  size_t smem;
+  const int64_t n = cfg->num_tokens * cfg->top_k;
+  if (mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) {
+    if (!mr_tiny_wide_kind(cfg, a)) return 0;
+    const int knob = mr_cuda_tune.tiny_wide;
+    if (cfg->num_tokens > (knob > 0 ? knob : MR_TINY_WIDE_T) || n > (knob > 0 ? (int64_t)MR_TINY_MAX_N : 32)) return 0;
+    return mr_tiny_plan(cfg, a, &K, &smem);
+  }
   /* Run 6 (bench/results/run6, kernel metric, tiny.cu against the pair of
    * gate kernel + one-launch sort): tiny.cu wins by 1.01 - 1.26x while every
    * warp gates at most one row (T <= 8) and the warps emit at most two records
@@ -332,54 +435,61 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
    * at T = 2 still wins (Qwen3-235B 3.52 / 3.47 against 3.74 / 3.54): rows of
    * E > 128 take tiny.cu at T = 1 only. */
   if (mr_cuda_tune.tiny_max_n <= 0) {
-    const int64_t n = cfg->num_tokens * cfg->top_k;
     const int64_t rec = n < cfg->num_experts ? n : cfg->num_experts;
     if (cfg->num_tokens > MR_TINY_WARPS || rec > 16 || cfg->num_experts > 256) return 0;
     if (cfg->num_experts > 128 && cfg->num_tokens > 1) return 0;
   }
-  return mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && mr_cuda_tiny_fits(cfg);
+  return mr_tiny_plan(cfg, a, &K, &smem);
 }
 
-extern "C" int mr_cuda_tiny_fits(const mr_config* cfg) {
-  mr_tiny_k K;
-  size_t smem;
-  const int grouped = cfg->num_groups > 1 && cfg->topk_groups < cfg->num_groups;
-  return mr_tiny_plan(cfg, grouped, &K, &smem);
-}
-
-template <int DT, int EPL, int KIND>
-static cudaError_t mr_launch_tiny_t(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
+template <int DT, int EPL, int KIND, bool WIDE>
+static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+  mr_gate_p g = *g0;
+  if (WIDE && KIND == MR_KIND_GROUPED) g.group_reg_lanes = g.group_size / (EPL / MR_WIDE_WARPS); /* as gate.cu */
   const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(1 + clear), MR_TINY_THREADS, smem, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND>, *g, *o, *K, topk_ids, topk_weights));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE>, g, *o, *K, topk_ids, topk_weights));
   return cudaSuccess;
+}
+
+/* The instantiations: a warp per row for PACKED rows (16-bit softmax), the wide
+ * form for the rows mr_tiny_wide_kind admits: EPL >= 8 (mr_cuda_gate_wide_shape)
+ * and 32-bit or 16-bit logits (fp16 folds into bf16's instantiation, as in gate.cu). */
+template <int DT, int EPL, int KIND>
+static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
+                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+  if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32)
+    return mr_launch_tiny_t<DT, EPL, KIND, false>(g, o, K, smem, topk_ids, topk_weights, stream);
+  else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8)
+    return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true>(g, o, K, smem, topk_ids, topk_weights, stream);
+  else
+    return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */
 }
 
 extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                                  int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_tiny_k K;
   size_t smem;
-  if (!mr_tiny_plan(cfg, a->grouped, &K, &smem)) return cudaErrorInvalidConfiguration;
+  if (!mr_tiny_plan(cfg, a, &K, &smem)) return cudaErrorInvalidConfiguration;
   mr_gate_p g;
   mr_gate_p_init(a, cfg->dtype, &g);
   const int epl = mr_cuda_epl_bucket(cfg->num_experts);
   const int kind = mr_gate_kind(a, cfg->dtype);
-#define MR_TINY_LAUNCH(DT, EPL, KIND)                                                                  \
-  return mr_launch_tiny_t<MR_KIND_DT(DT, MR_KIND_FIX(DT, KIND)), EPL, MR_KIND_FIX(DT, KIND)>(&g, o, &K, smem, \
-                                                                                           topk_ids,      \
-                                                                                           topk_weights, stream)
-#define MR_TINY_CASE(DT, EPL)                                                   \
-  if (cfg->dtype == DT && epl == EPL) {                                         \
-    if (kind == MR_KIND_PACKED) MR_TINY_LAUNCH(DT, EPL, MR_KIND_PACKED);        \
-    if (kind == MR_KIND_GROUPED) MR_TINY_LAUNCH(DT, EPL, MR_KIND_GROUPED);      \
-    MR_TINY_LAUNCH(DT, EPL, MR_KIND_FULL);                                      \
+  const int wide = mr_tiny_wide_kind(cfg, a);
+#define MR_TINY_CASE(DT, EPL)                                                                                   \
+  if (cfg->dtype == DT && epl == EPL) {                                                                         \
+    if (kind == MR_KIND_PACKED)                                                                                 \
+      return mr_launch_tiny_kind<DT, EPL, MR_KIND_PACKED>(&g, o, &K, smem, topk_ids, topk_weights, stream);     \
+    if (!wide) return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */                     \
+    if (kind == MR_KIND_GROUPED)                                                                                \
+      return mr_launch_tiny_kind<DT, EPL, MR_KIND_GROUPED>(&g, o, &K, smem, topk_ids, topk_weights, stream);    \
+    return mr_launch_tiny_kind<DT, EPL, MR_KIND_FULL>(&g, o, &K, smem, topk_ids, topk_weights, stream);         \
   }
   MR_FOR_EACH_GATE_SPEC(MR_TINY_CASE)
 #undef MR_TINY_CASE
-#undef MR_TINY_LAUNCH
   return cudaErrorInvalidConfiguration;
 }
