@@ -3,8 +3,8 @@
  *   - 16-bit softmax rows when T <= 8, T*k <= 32, T*E <= 512, min(T*k, E) <= 16,
  *     E <= 256 and T = 1 for E > 128 (DeepSeek-R1 sizes T = 1): a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
- *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T and T*k <= 32: a row per group
- *     of four warps, two groups (Kimi-K2, grouped DeepSeek-R1 at T = 1).
+ *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: a row per
+ *     group of four warps, two groups (Kimi-K2, grouped DeepSeek-R1 at T = 1).
  * One routing CTA gates every row itself and sorts the at most 32 entries
  * inside ONE warp, with no expert-sized table, no block-wide scan and no
  * cross-CTA exchange; the other CTAs of the launch clear moe_buf.
@@ -46,8 +46,13 @@
 
 /* T*k bound of this kernel; above 32 entries the sort takes the multi-warp form */
 #define MR_TINY_MAX_N 128u
-/* T bound of the wide form (auto); lab knob mr_cuda_tune.tiny_wide */
-#define MR_TINY_WIDE_T 2
+/* T bound of the wide form (auto); lab knob mr_cuda_tune.tiny_wide. Lab call 13
+ * (dev/runs/run13/tiny_wide.log, kernel metric, route, pair / tiny wide): T = 1
+ * wins for all seven shapes (Kimi-K2 4.49 / 4.20 us, grouped DeepSeek-R1 4.42 /
+ * 3.96, E = 1024 grouped 7.22 / 6.85); T = 2 is mixed (Kimi-K2 4.88 / 4.65, grouped
+ * DeepSeek-R1 4.48 / 4.48, DeepSeek-V4-Flash 3.97 / 4.11, Kimi bf16 k = 16 6.75 /
+ * 7.42); T >= 3 (two rows per group) loses by 1.5 - 15 us. */
+#define MR_TINY_WIDE_T 1
 /* shared memory, words: entries [2 * 128] | mask bitmap [32] | its prefix counts [32] |
  * (unused) [16] | packed (expert, blocks) [128] | block table [128]:
  * (real entries << 16) | local id, by block | entry bit table [E * ceil(n/32)]

@@ -1859,7 +1859,7 @@ static void group_engine(void) {
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
  * mask, moe_buf): tiny.cu's bounds (T <= 8; T = 1 for E > 128; min(T*k, E) <= 16 distinct experts;
- * T*E <= 512; its wide form for sigmoid / sqrt_softplus rows: T <= 2), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
+ * T*E <= 512; its wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
  * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
  * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
 static void group_thresholds(void) {
@@ -1905,10 +1905,10 @@ static void group_thresholds(void) {
       {"sig-e512", 256, 1},       /* wide, E = 512 > 384: up to 256 (not 512) */
       {"sig-e256-g4", 256, 0},    /* wide grouped, 32 lanes per group */
       {"ssp-e160-g5", 256, 1},    /* wide grouped, five groups of 32 (E = 160: 2 elements per lane and warp) */
-      {"kimi-k2", 2, 0},          /* tiny.cu's wide form (sigmoid / sqrt_softplus rows): T <= 2 */
-      {"deepseek-r1", 2, 1},      /* (grouped) */
-      {"sig-e1024", 2, 1},        /* (EPL = 32) */
-      {"ssp-e160-g5", 2, 0},      /* (grouped, five groups; fp16) */
+      {"kimi-k2", 1, 0},          /* tiny.cu's wide form (sigmoid / sqrt_softplus rows): T = 1 */
+      {"deepseek-r1", 1, 1},      /* (grouped) */
+      {"sig-e1024", 1, 1},        /* (EPL = 32) */
+      {"ssp-e160-g5", 1, 0},      /* (grouped, five groups; fp16) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
