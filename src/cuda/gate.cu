@@ -182,11 +182,11 @@ __global__ void __launch_bounds__(MR_WIDE_THREADS)
     float w;
     bool out;
     if (k <= 4)
-      out = mr_gate_wide_row<DT, EPL, GR, 4>(p, row, s, 0u, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 4>(p, row, s, 0u, MR_WIDE_THREADS, &id, &w);
     else if (k <= 8)
-      out = mr_gate_wide_row<DT, EPL, GR, 8>(p, row, s, 0u, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 8>(p, row, s, 0u, MR_WIDE_THREADS, &id, &w);
     else
-      out = mr_gate_wide_row<DT, EPL, GR, 16>(p, row, s, 0u, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 16>(p, row, s, 0u, MR_WIDE_THREADS, &id, &w);
     if (out && (int)(threadIdx.x & 31u) < k) {
       topk_ids[t * k + (threadIdx.x & 31u)] = id;
       topk_weights[t * k + (threadIdx.x & 31u)] = w;

@@ -1049,18 +1049,22 @@ struct mr_wide_smem {
   uint32_t gkey[32];                /* group scores (ord32) by group */
 };
 
-/* The barrier of one row's four warps: named barrier `id` over 128 threads (0 in
- * the gate kernel's 128-thread CTA, where it is the CTA barrier; 1 + group in
- * tiny.cu, where two groups of four warps gate a row each). */
-__device__ __forceinline__ void mr_wide_bar(uint32_t id) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(MR_WIDE_THREADS) : "memory");
+/* The barrier of one row's four warps: barrier `id` over `threads` threads. The
+ * gate kernel (128-thread CTA) and tiny.cu at T = 1 use the CTA barrier (id 0, the
+ * whole CTA; in tiny.cu the idle warps take part); tiny.cu with two rows in flight
+ * (lab knob only) named barriers 1 + group over 128 threads. */
+__device__ __forceinline__ void mr_wide_bar(uint32_t id, uint32_t threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+/* Barriers inside one mr_gate_wide_row call (idle warps of tiny.cu match them). */
+#define MR_WIDE_ROW_BARS(GROUPED) ((GROUPED) ? 2 : 1)
 
 /* Returns true in warp 0 of the group, whose lanes l < k then hold pick l in
  * *id_out / *w_out; warps 1-3 return false early (after their last barrier). */
 template <int DT, int EPL, bool GROUPED, int L>
 __device__ __forceinline__ bool mr_gate_wide_row(const mr_gate_p& p, const unsigned char* row, mr_wide_smem<EPL>& s,
-                                                 uint32_t bar_id, int32_t* id_out, float* w_out) {
+                                                 uint32_t bar_id, uint32_t bar_threads, int32_t* id_out,
+                                                 float* w_out) {
   constexpr int W = MR_ESZ(DT);
   constexpr int EPW = EPL / MR_WIDE_WARPS;
   constexpr uint32_t M = mr_trunc_bits<EPL>::M;
@@ -1104,7 +1108,7 @@ __device__ __forceinline__ bool mr_gate_wide_row(const mr_gate_p& p, const unsig
     const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
     const uint32_t g = (warp * 32u + lane) >> (__ffs(LPG) - 1); /* LPG: a power of two */
     if ((lane & (uint32_t)(LPG - 1)) == 0u && (int)e0 < E) s.gkey[g] = mr_ord32(gv);
-    mr_wide_bar(bar_id);
+    mr_wide_bar(bar_id, bar_threads);
     const int G = p.num_groups;
     const uint32_t gk = (int)lane < G ? s.gkey[lane] : 0u;
     uint32_t rank = 0u;
@@ -1130,7 +1134,7 @@ __device__ __forceinline__ bool mr_gate_wide_row(const mr_gate_p& p, const unsig
   uint32_t top[L];
   mr_warp_top<uint32_t, EPW, L>(t, top);
   if (lane < (uint32_t)L) s.top[warp][lane] = mr_top_of_lane<uint32_t, L>(top, lane);
-  mr_wide_bar(bar_id);
+  mr_wide_bar(bar_id, bar_threads);
   /* from here warp 0 alone reads s; the caller's loop-top barrier keeps the next
    * row's writes behind these reads. Any new read of s by warps 1-3 after this
    * point needs a barrier of its own before the next row. */

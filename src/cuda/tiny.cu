@@ -18,9 +18,11 @@
  *      memory. Meanwhile an idle warp (or warp 0 after its rows) turns
  *      expert_mask into a bitmap of E bits and the prefix counts of its words
  *      (local ids, design.md 7).
- *   2. one CTA barrier; warp 0, lane i = entry i:
+ *   2. one CTA barrier (none at T = 1 without a mask: warp 0 keeps its picks in
+ *      registers); warp 0, lane i = entry i:
  *        peers = the lanes with the same expert (mr_warp_peers): cnt = popc, rank = popc of
- *        the lanes below (ascending i = ascending token, then slot);
+ *        the lanes below (ascending i = ascending token, then slot); at T = 1
+ *        the k experts are distinct: cnt = 1, rank = 0;
  *        leader (rank 0, expert enabled): blocks = ceil(cnt / U);
  *        start block = sum of blocks of the leaders with a smaller expert
  *        (n independent shuffles, in eights), total = sum of all;
@@ -198,35 +200,45 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
 
 /* Step 1 of the wide form: group q (warps 4q .. 4q+3) gates rows q, q + ng, ...
  * with mr_gate_wide_row (its scratch after tk.scratch_off); warp 4q's lanes
- * l < k store the entries. */
+ * l < k store the entries, and keep them in *id0 / *w0 (the last row's).
+ * Barriers: with one group (T = 1, the default) the CTA barrier, the idle warps
+ * taking part; with two (lab knob tiny_wide > 1) named barriers 1 and 2. */
 template <int DT, int EPL, int KIND>
 __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_tiny_k& tk, uint32_t* sm,
-                                                  int32_t* topk_ids, float* topk_weights) {
+                                                  int32_t* topk_ids, float* topk_weights, int32_t* id0,
+                                                  float* w0) {
   constexpr bool GR = KIND == MR_KIND_GROUPED;
   const uint32_t lane = threadIdx.x & 31u, grp = threadIdx.x >> 7;
   const int ng = tk.gate_warps, k = g.top_k;
-  if ((int)grp >= ng) return;
+  const uint32_t bar_id = ng == 1 ? 0u : 1u + grp, bar_threads = ng == 1 ? MR_TINY_THREADS : MR_WIDE_THREADS;
+  if ((int)grp >= ng) { /* idle group: match the row's CTA barriers (one row, ng == 1) */
+    if (ng == 1)
+      for (int b = 0; b < MR_WIDE_ROW_BARS(GR); ++b) mr_wide_bar(0u, MR_TINY_THREADS); /* as group 0's form */
+    return;
+  }
   mr_wide_smem<EPL>& ws = ((mr_wide_smem<EPL>*)(sm + tk.scratch_off))[grp];
   const int64_t T = g.num_tokens;
 #pragma unroll 1
   for (int64_t t = grp; t < T; t += ng) {
-    if (t >= ng) mr_wide_bar(1u + grp); /* the previous row's readers of ws are done */
+    if (t >= ng) mr_wide_bar(bar_id, bar_threads); /* the previous row's readers of ws are done */
     const unsigned char* row = g.logits + t * g.row_bytes;
     int32_t id;
     float w;
     bool out;
     if (k <= 4)
-      out = mr_gate_wide_row<DT, EPL, GR, 4>(g, row, ws, 1u + grp, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 4>(g, row, ws, bar_id, bar_threads, &id, &w);
     else if (k <= 8)
-      out = mr_gate_wide_row<DT, EPL, GR, 8>(g, row, ws, 1u + grp, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 8>(g, row, ws, bar_id, bar_threads, &id, &w);
     else
-      out = mr_gate_wide_row<DT, EPL, GR, 16>(g, row, ws, 1u + grp, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 16>(g, row, ws, bar_id, bar_threads, &id, &w);
     if (out && (int)lane < k) {
       const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
       sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
       sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
       if (topk_ids) topk_ids[i] = id;
       if (topk_weights) topk_weights[i] = w;
+      *id0 = id;
+      *w0 = w;
     }
   }
 }
@@ -251,10 +263,12 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   const uint32_t gating_warps = WIDE ? (uint32_t)gw * MR_WIDE_WARPS : (uint32_t)gw;
   const uint32_t mask_warp = gating_warps < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
 
-  /* 1. gating */
+  /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
+  int32_t id0 = 0;
+  float w0 = 0.0f;
   if constexpr (WIDE) {
     if (warp == mask_warp && mask_warp != 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
-    mr_tiny_gate_wide<DT, EPL, KIND>(g, tk, sm, topk_ids, topk_weights);
+    mr_tiny_gate_wide<DT, EPL, KIND>(g, tk, sm, topk_ids, topk_weights, &id0, &w0);
   } else {
     constexpr int W = MR_ESZ(DT);
     const int k = g.top_k;
@@ -288,12 +302,17 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
           if (topk_ids) topk_ids[i] = id;
           if (topk_weights) topk_weights[i] = w;
         }
+        id0 = id;
+        w0 = w;
       }
     }
   }
   MR_STAMP(2);
   if (warp == mask_warp && mask_warp == 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
-  __syncthreads();
+  /* T = 1: warp 0 sorts its own picks from registers (distinct experts: one
+   * entry each, no peers), and without a mask it needs nothing from another warp */
+  const bool one_row = tk.T == 1u && tk.n <= 32u;
+  if (!one_row || has_mask) __syncthreads();
   MR_STAMP(4);
 
   /* 2. the sort: one warp (n <= 32), or one thread per entry (n <= 128) */
@@ -303,10 +322,17 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   } else if (warp == 0) {
     const uint32_t n = tk.n, U = tk.U;
     const bool valid = lane < n;
-    const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * lane] : tk.E; /* E: no entry, matches no valid lane */
-    const uint32_t wb = valid ? sm[MR_TINY_ENT + 2u * lane + 1u] : 0u;
-    const uint32_t match = mr_warp_peers(e, mr_key_bits(tk.E));
-    const uint32_t cnt = __popc(match), rank = __popc(match & mr_lanemask_lt());
+    uint32_t e, wb, cnt = 1u, rank = 0u;
+    if (one_row) {
+      e = valid ? (uint32_t)id0 : tk.E;
+      wb = valid ? __float_as_uint(w0) : 0u;
+    } else {
+      e = valid ? sm[MR_TINY_ENT + 2u * lane] : tk.E; /* E: no entry, matches no valid lane */
+      wb = valid ? sm[MR_TINY_ENT + 2u * lane + 1u] : 0u;
+      const uint32_t match = mr_warp_peers(e, mr_key_bits(tk.E));
+      cnt = __popc(match);
+      rank = __popc(match & mr_lanemask_lt());
+    }
     MR_STAMP(5);
     uint32_t en = valid ? 1u : 0u, local = e;
     if (has_mask && valid) {
