@@ -18,8 +18,8 @@
  *      memory. Meanwhile an idle warp (or warp 0 after its rows) turns
  *      expert_mask into a bitmap of E bits and the prefix counts of its words
  *      (local ids, design.md 7).
- *   2. one CTA barrier (none at T = 1 without a mask: warp 0 keeps its picks in
- *      registers); warp 0, lane i = entry i:
+ *   (T = 1 without a mask: mr_tiny_solo_pad / mr_tiny_solo_sort instead of 2-3.)
+ *   2. one CTA barrier; warp 0, lane i = entry i (at T = 1 from its registers):
  *        peers = the lanes with the same expert (mr_warp_peers): cnt = popc, rank = popc of
  *        the lanes below (ascending i = ascending token, then slot); at T = 1
  *        the k experts are distinct: cnt = 1, rank = 0;
@@ -198,6 +198,51 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
   }
 }
 
+/* T = 1 without a mask ("solo", v8): the k picks are k distinct experts, one
+ * entry and one block each, so slot j of [0, k*U) is padding exactly when
+ * j % U != 0 and the totals are k*U: the idle warps write the padding while the
+ * row is gated, and the gating warp places its own picks. No barrier, no table. */
+__device__ __forceinline__ void mr_tiny_solo_pad(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t first) {
+  const uint32_t U = tk.U, nslot = tk.n * U, step = MR_TINY_THREADS - first;
+  const int32_t ck_sentinel = (int32_t)((tk.k << 24) | tk.T), vllm_sentinel = (int32_t)(tk.T * tk.k);
+#pragma unroll 1
+  for (uint32_t j = threadIdx.x - first; j < nslot; j += step) {
+    const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j; /* j < 2^22: exact (mr_udiv) */
+    if (j == b * U) continue; /* the block's one entry */
+    if (o.sorted_ids) {
+      o.sorted_ids[j] = ck_sentinel;
+      if (o.sorted_weights) o.sorted_weights[j] = 0.0f;
+    }
+    if (o.sorted_token_ids) o.sorted_token_ids[j] = vllm_sentinel;
+  }
+}
+
+/* The gating warp: lane l < k holds pick l (expert id, weight); its block is the
+ * number of picks with a smaller expert. */
+__device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t lane, int32_t id,
+                                                  float w) {
+  const uint32_t n = tk.n, U = tk.U;
+  const bool valid = lane < n;
+  const uint32_t e = valid ? (uint32_t)id : 0xffffffffu; /* no entry: never below a valid lane's id */
+  uint32_t start = 0u;
+#pragma unroll 1
+  for (uint32_t j0 = 0; j0 < n; j0 += 8u) {
+#pragma unroll
+    for (uint32_t c = 0; c < 8u; ++c) start += __shfl_sync(MR_FULL_MASK, e, (int)(j0 + c)) < e ? 1u : 0u;
+  }
+  if (valid) {
+    const uint32_t pos = start * U; /* entry i = lane: token 0, slot lane */
+    if (o.sorted_ids) {
+      o.sorted_ids[pos] = (int32_t)(lane << 24);
+      if (o.sorted_weights) o.sorted_weights[pos] = w;
+    }
+    if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)lane;
+    if (o.sorted_expert_ids) o.sorted_expert_ids[start] = (int32_t)e; /* local id = expert id: no mask */
+    if (o.expert_ids) o.expert_ids[start] = (int32_t)e;
+  }
+  if (lane == 0) mr_emit_totals(&o, n * U);
+}
+
 /* Step 1 of the wide form: group q (warps 4q .. 4q+3) gates rows q, q + ng, ...
  * with mr_gate_wide_row (its scratch after tk.scratch_off); warp 4q's lanes
  * l < k store the entries, and keep them in *id0 / *w0 (the last row's).
@@ -262,6 +307,8 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
   const uint32_t gating_warps = WIDE ? (uint32_t)gw * MR_WIDE_WARPS : (uint32_t)gw;
   const uint32_t mask_warp = gating_warps < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
+  const bool solo = tk.T == 1u && tk.n <= 32u && !has_mask; /* mr_tiny_solo_pad */
+  if (solo && warp >= gating_warps) mr_tiny_solo_pad(o, tk, gating_warps * 32u);
 
   /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
   int32_t id0 = 0;
@@ -308,11 +355,16 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     }
   }
   MR_STAMP(2);
+  if (solo) {
+    if (warp == 0) mr_tiny_solo_sort(o, tk, lane, id0, w0);
+    MR_STAMP(7);
+    return;
+  }
   if (warp == mask_warp && mask_warp == 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
-  /* T = 1: warp 0 sorts its own picks from registers (distinct experts: one
-   * entry each, no peers), and without a mask it needs nothing from another warp */
+  /* T = 1 (with a mask here): warp 0 sorts its own picks from registers
+   * (distinct experts: one entry each, no peers) after the bitmap's barrier */
   const bool one_row = tk.T == 1u && tk.n <= 32u;
-  if (!one_row || has_mask) __syncthreads();
+  __syncthreads();
   MR_STAMP(4);
 
   /* 2. the sort: one warp (n <= 32), or one thread per entry (n <= 128) */
