@@ -15,6 +15,8 @@
  *    against route without it (-1: the pair, wide gate kernel + one-launch sort),
  *    T = 1 .. 8: the sorted outputs, totals and top-k compared bit for bit on the
  *    three input kinds, then both timed (kernel metric, moe_buf cleared).
+ * --tiny-pk (session 9): the same for 16-bit softmax rows, tiny.cu forced
+ *    (tiny_max_n = 32) against the pair (no_tiny), T*k <= 32.
  *
  * Build (after cmake --build B):
  *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu B/libmoeroute.a -o B/wide_lab
@@ -232,6 +234,76 @@ static double time_route_tw(Case* c, int tw, cudaStream_t s) {
   return us;
 }
 
+/* --tiny-pk: 16-bit softmax rows (no bias, no groups): route by tiny.cu forced
+ * (mr_cuda_tune.tiny_max_n = 32: any E and T while T*k <= 32) against route
+ * without tiny.cu (no_tiny: the pair), outputs compared, then both timed. */
+static const Shape PK[] = {
+    {"ds-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
+    {"qwen3-next", 512, 10, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
+    {"qwen3-235b", 128, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16},
+    {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16},
+    {"olmoe", 64, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
+    {"e1024-k8", 1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_FP16},
+};
+static void set_pk(int v) { /* 0 auto, 1 pair (no tiny.cu), 2 tiny.cu forced */
+  mr_cuda_tune.no_tiny = v == 1;
+  mr_cuda_tune.tiny_max_n = v == 2 ? 32 : 0;
+}
+static int tiny_pk_main(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {1, 2, 3, 4, 6, 8};
+  const int NP = (int)(sizeof PK / sizeof PK[0]);
+  long checks = 0, bad = 0;
+  for (int si = 0; si < NP; ++si)
+    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti) {
+      if (TS[ti] * PK[si].k > 32) continue;
+      for (int kind = 0; kind < 3; ++kind) {
+        Case c;
+        make_case(&c, &PK[si], TS[ti], kind);
+        moeroute_sizes z;
+        memset(&z, 0, sizeof z);
+        moeroute_get_sizes(&c.p, &z);
+        const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+        int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+        set_pk(1);
+        const size_t na = route_to_host(&c, 0, a, s);
+        set_pk(2);
+        const size_t nb = route_to_host(&c, 0, b, s);
+        set_pk(0);
+        checks++;
+        if (na != nb || memcmp(a, b, 4 * na)) {
+          bad++;
+          size_t j = 0;
+          while (j < na && a[j] == b[j]) ++j;
+          printf("MISMATCH %s T=%d kind=%d: words %zu/%zu, first difference at %zu\n", PK[si].name, TS[ti], kind, na, nb,
+                 j);
+        }
+        free(a);
+        free(b);
+        free_case(&c);
+      }
+    }
+  printf("check: %ld cases, %ld mismatches (route by tiny.cu forced against the pair, bits)\n", checks, bad);
+  printf("\nkernel metric, us, route (moe_buf cleared): pair (no tiny.cu) | tiny.cu forced | auto\n");
+  printf("%-18s %5s %8s %8s %8s\n", "shape", "T", "pair", "tiny", "auto");
+  for (int si = 0; si < NP; ++si)
+    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti) {
+      if (TS[ti] * PK[si].k > 32) continue;
+      Case c;
+      make_case(&c, &PK[si], TS[ti], 0);
+      double r[3];
+      for (int v = 1; v <= 3; ++v) {
+        set_pk(v % 3);
+        r[v - 1] = time_op(&c, 0, 1, s);
+      }
+      set_pk(0);
+      printf("%-18s %5d %8.2f %8.2f %8.2f\n", PK[si].name, TS[ti], r[0], r[1], r[2]);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 static int tiny_main(void) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -276,6 +348,7 @@ static int tiny_main(void) {
 
 int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tiny")) return tiny_main();
+  if (argc > 1 && !strcmp(argv[1], "--tiny-pk")) return tiny_pk_main();
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -3,11 +3,13 @@
  * host, check the specialisation list, pick a path, launch, check every
  * launch.
  *
- * Paths (docs/design.md 17-23; the measurements in docs/perf-log.md v5-v6):
+ * Paths (docs/design.md 17-25; the measurements in docs/perf-log.md v5-v8):
  *
  *   route  16-bit softmax rows without bias or groups,  one launch: one routing CTA and
- *          1 <= T <= 8, T*k <= 32, T*E <= 512,          a one-warp sort (tiny.cu)
- *          min(T*k, E) <= 16, E <= 256, T = 1 if E > 128
+ *          T*k <= 32 and T = 1 (any E), or T <= 8,      a one-warp sort (tiny.cu; at T = 1
+ *          T*E <= 512, min(T*k, E) <= 16, E <= 128;     without a mask no sort at all:
+ *          sigmoid / sqrt_softplus rows the wide gate   mr_tiny_solo_*)
+ *          rows take (gate.cu), T = 1, T*k <= 32
  *          else T*k <= 1024 and E*ceil(T*k/32) <= 6144:
  *            with PDL (default on sm_90+)               the pair: gate kernel, then the
  *                                                       one-launch sort (2 launches)

@@ -1,7 +1,7 @@
 /*
  * tiny.cu - route in ONE launch for small decode calls (mr_cuda_tiny_takes):
- *   - 16-bit softmax rows when T <= 8, T*k <= 32, T*E <= 512, min(T*k, E) <= 16,
- *     E <= 256 and T = 1 for E > 128 (DeepSeek-R1 sizes T = 1): a warp per row;
+ *   - 16-bit softmax rows at T = 1 (any E; T*k <= 32), or T <= 8 when T*k <= 32,
+ *     T*E <= 512, min(T*k, E) <= 16 and E <= 128: a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
  *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: a row per
  *     group of four warps, two groups (Kimi-K2, grouped DeepSeek-R1 at T = 1).
@@ -456,7 +456,9 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
     return 0;
   /* one SM gates every row: measured to pay (run 5) only while T*E is small;
    * beyond, the cluster kernel's spread of the gating wins */
-  if (!wide && mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens * cfg->num_experts > MR_TINY_DEFAULT_TE) return 0;
+  if (!wide && mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens > 1 &&
+      cfg->num_tokens * cfg->num_experts > MR_TINY_DEFAULT_TE)
+    return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
   K->k = (uint32_t)cfg->top_k;
@@ -517,10 +519,12 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
    * chain (3.71 / 3.65 us against 3.64 / 3.50; run 6 3.51 / 3.54), while E <= 128
    * at T = 2 still wins (Qwen3-235B 3.52 / 3.47 against 3.74 / 3.54): rows of
    * E > 128 take tiny.cu at T = 1 only. */
-  if (mr_cuda_tune.tiny_max_n <= 0) {
+  /* Lab call 16 (v8, dev/runs/run16): T = 1 without peers, barriers or block table
+   * (mr_tiny_solo_*) took DeepSeek-R1 softmax from 3.27 to 2.16 us and GPT-OSS-120B
+   * from 2.91 to 1.91, 1.6x the chain: every E takes tiny.cu at T = 1. */
+  if (mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens > 1) {
     const int64_t rec = n < cfg->num_experts ? n : cfg->num_experts;
-    if (cfg->num_tokens > MR_TINY_WARPS || rec > 16 || cfg->num_experts > 256) return 0;
-    if (cfg->num_experts > 128 && cfg->num_tokens > 1) return 0;
+    if (cfg->num_tokens > MR_TINY_WARPS || rec > 16 || cfg->num_experts > 128) return 0;
   }
   return mr_tiny_plan(cfg, a, &K, &smem);
 }

@@ -1858,7 +1858,7 @@ static void group_engine(void) {
 
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
- * mask, moe_buf): tiny.cu's bounds (T <= 8; T = 1 for E > 128; min(T*k, E) <= 16 distinct experts;
+ * mask, moe_buf): tiny.cu's bounds (T <= 8; T = 1 for E > 128, any E; min(T*k, E) <= 16 distinct experts;
  * T*E <= 512; its wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
  * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
  * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
@@ -1901,6 +1901,8 @@ static void group_thresholds(void) {
       {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
       {"ds-softmax", 1, 0},       /* tiny.cu: E > 128 at T = 1 only (T = 2: the pair) */
+      {"qwen3-next", 1, 1},       /* (E = 512, k = 10) */
+      {"e1024", 1, 0},            /* (E = 1024) */
       {"sig-e1024", 256, 0},      /* wide, EPL = 32, E > 384: up to T = 256 */
       {"sig-e512", 256, 1},       /* wide, E = 512 > 384: up to 256 (not 512) */
       {"sig-e256-g4", 256, 0},    /* wide grouped, 32 lanes per group */
