@@ -192,10 +192,9 @@ static double time_op(Case* c, int knob, int route, cudaStream_t s) {
   return lab_graph_us(g, calls, reps, 3, s);
 }
 
-/* route with mr_cuda_tune.tiny_wide = tw; the outputs to host (o: ids | weights
- * bits | block ids | totals | topk ids | topk weights bits, int32 words; n words) */
-static size_t route_to_host(Case* c, int tw, int32_t* o, cudaStream_t s) {
-  mr_cuda_tune.tiny_wide = tw;
+/* route (the knobs as the caller set them); the outputs to host (o: totals | ids |
+ * weights bits | block ids | topk ids | topk weights bits, int32 words; n words) */
+static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
   moeroute_sizes z;
   memset(&z, 0, sizeof z);
   moeroute_get_sizes(&c->p, &z);
@@ -223,20 +222,71 @@ static size_t route_to_host(Case* c, int tw, int32_t* o, cudaStream_t s) {
   CK(cudaMemcpyAsync(o + w, c->b.topk_weights, 4 * n, cudaMemcpyDeviceToHost, s));
   w += n;
   CK(cudaStreamSynchronize(s));
-  mr_cuda_tune.tiny_wide = 0;
   return w;
 }
 
-static double time_route_tw(Case* c, int tw, cudaStream_t s) {
-  mr_cuda_tune.tiny_wide = tw;
-  const double us = time_op(c, 0, 1, s);
-  mr_cuda_tune.tiny_wide = 0;
-  return us;
+/* Route with two dispatch variants, A and B, set by set(1) and set(2) (set(0):
+ * the defaults): the outputs compared bit for bit on the three input kinds, then
+ * A, B and auto timed (kernel metric, moe_buf cleared). Shapes with T*k > max_n
+ * are skipped. */
+static int route_ab(const Shape* sh, int ns, int max_n, void (*set)(int), const char* what) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {1, 2, 3, 4, 6, 8};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  long checks = 0, bad = 0;
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti)
+      for (int kind = 0; kind < 3 && TS[ti] * sh[si].k <= max_n; ++kind) {
+        Case c;
+        make_case(&c, &sh[si], TS[ti], kind);
+        moeroute_sizes z;
+        memset(&z, 0, sizeof z);
+        moeroute_get_sizes(&c.p, &z);
+        const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+        int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+        set(1);
+        const size_t na = route_to_host(&c, a, s);
+        set(2);
+        const size_t nb = route_to_host(&c, b, s);
+        set(0);
+        checks++;
+        if (na != nb || memcmp(a, b, 4 * na)) {
+          bad++;
+          size_t j = 0;
+          while (j < na && a[j] == b[j]) ++j;
+          printf("MISMATCH %s T=%d kind=%d: words %zu/%zu, first difference at %zu\n", sh[si].name, TS[ti], kind, na,
+                 nb, j);
+        }
+        free(a);
+        free(b);
+        free_case(&c);
+      }
+  printf("check: %ld cases, %ld mismatches (%s, bits)\n", checks, bad, what);
+  printf("\nkernel metric, us, route (moe_buf cleared): %s | auto\n", what);
+  printf("%-18s %5s %8s %8s %8s\n", "shape", "T", "A", "B", "auto");
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      if (TS[ti] * sh[si].k > max_n) continue;
+      Case c;
+      make_case(&c, &sh[si], TS[ti], 0);
+      double r[3];
+      for (int v = 1; v <= 3; ++v) {
+        set(v % 3);
+        r[v - 1] = time_op(&c, 0, 1, s);
+      }
+      set(0);
+      printf("%-18s %5d %8.2f %8.2f %8.2f\n", sh[si].name, TS[ti], r[0], r[1], r[2]);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
 }
 
-/* --tiny-pk: 16-bit softmax rows (no bias, no groups): route by tiny.cu forced
- * (mr_cuda_tune.tiny_max_n = 32: any E and T while T*k <= 32) against route
- * without tiny.cu (no_tiny: the pair), outputs compared, then both timed. */
+/* --tiny: A = the pair (tiny_wide -1), B = tiny.cu's wide form forced (8) */
+static void set_tw(int v) { mr_cuda_tune.tiny_wide = v == 1 ? -1 : v == 2 ? 8 : 0; }
+
+/* --tiny-pk: 16-bit softmax rows (no bias, no groups): A = the pair (no_tiny),
+ * B = tiny.cu forced (tiny_max_n = 32: any E and T while T*k <= 32) */
 static const Shape PK[] = {
     {"ds-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
     {"qwen3-next", 512, 10, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
@@ -245,110 +295,16 @@ static const Shape PK[] = {
     {"olmoe", 64, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
     {"e1024-k8", 1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_FP16},
 };
-static void set_pk(int v) { /* 0 auto, 1 pair (no tiny.cu), 2 tiny.cu forced */
+static void set_pk(int v) {
   mr_cuda_tune.no_tiny = v == 1;
   mr_cuda_tune.tiny_max_n = v == 2 ? 32 : 0;
 }
-static int tiny_pk_main(void) {
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  static const int TS[] = {1, 2, 3, 4, 6, 8};
-  const int NP = (int)(sizeof PK / sizeof PK[0]);
-  long checks = 0, bad = 0;
-  for (int si = 0; si < NP; ++si)
-    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti) {
-      if (TS[ti] * PK[si].k > 32) continue;
-      for (int kind = 0; kind < 3; ++kind) {
-        Case c;
-        make_case(&c, &PK[si], TS[ti], kind);
-        moeroute_sizes z;
-        memset(&z, 0, sizeof z);
-        moeroute_get_sizes(&c.p, &z);
-        const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
-        int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
-        set_pk(1);
-        const size_t na = route_to_host(&c, 0, a, s);
-        set_pk(2);
-        const size_t nb = route_to_host(&c, 0, b, s);
-        set_pk(0);
-        checks++;
-        if (na != nb || memcmp(a, b, 4 * na)) {
-          bad++;
-          size_t j = 0;
-          while (j < na && a[j] == b[j]) ++j;
-          printf("MISMATCH %s T=%d kind=%d: words %zu/%zu, first difference at %zu\n", PK[si].name, TS[ti], kind, na, nb,
-                 j);
-        }
-        free(a);
-        free(b);
-        free_case(&c);
-      }
-    }
-  printf("check: %ld cases, %ld mismatches (route by tiny.cu forced against the pair, bits)\n", checks, bad);
-  printf("\nkernel metric, us, route (moe_buf cleared): pair (no tiny.cu) | tiny.cu forced | auto\n");
-  printf("%-18s %5s %8s %8s %8s\n", "shape", "T", "pair", "tiny", "auto");
-  for (int si = 0; si < NP; ++si)
-    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti) {
-      if (TS[ti] * PK[si].k > 32) continue;
-      Case c;
-      make_case(&c, &PK[si], TS[ti], 0);
-      double r[3];
-      for (int v = 1; v <= 3; ++v) {
-        set_pk(v % 3);
-        r[v - 1] = time_op(&c, 0, 1, s);
-      }
-      set_pk(0);
-      printf("%-18s %5d %8.2f %8.2f %8.2f\n", PK[si].name, TS[ti], r[0], r[1], r[2]);
-      free_case(&c);
-    }
-  return bad ? 1 : 0;
-}
-
-static int tiny_main(void) {
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  static const int TS[] = {1, 2, 3, 4, 6, 8};
-  long checks = 0, bad = 0;
-  for (int si = 0; si < NSH; ++si)
-    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti)
-      for (int kind = 0; kind < 3; ++kind) {
-        Case c;
-        make_case(&c, &SH[si], TS[ti], kind);
-        moeroute_sizes z;
-        memset(&z, 0, sizeof z);
-        moeroute_get_sizes(&c.p, &z);
-        const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
-        int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
-        const size_t na = route_to_host(&c, -1, a, s), nb = route_to_host(&c, 8, b, s);
-        checks++;
-        if (na != nb || memcmp(a, b, 4 * na)) {
-          bad++;
-          size_t j = 0;
-          while (j < na && a[j] == b[j]) ++j;
-          printf("MISMATCH %s T=%d kind=%d: words %zu/%zu, first difference at %zu: %d/%d\n", SH[si].name, TS[ti],
-                 kind, na, nb, j, j < na ? a[j] : 0, j < na ? b[j] : 0);
-        }
-        free(a);
-        free(b);
-        free_case(&c);
-      }
-  printf("check: %ld cases, %ld mismatches (route by tiny.cu's wide form against the pair, bits)\n", checks, bad);
-  printf("\nkernel metric, us, route (moe_buf cleared): pair (tiny_wide -1) | tiny wide (8) | auto\n");
-  printf("%-18s %5s %8s %8s %8s\n", "shape", "T", "pair", "tiny", "auto");
-  for (int si = 0; si < NSH; ++si)
-    for (int ti = 0; ti < (int)(sizeof TS / sizeof TS[0]); ++ti) {
-      Case c;
-      make_case(&c, &SH[si], TS[ti], 0);
-      const double r0 = time_route_tw(&c, -1, s), r1 = time_route_tw(&c, 8, s), r2 = time_route_tw(&c, 0, s);
-      printf("%-18s %5d %8.2f %8.2f %8.2f\n", SH[si].name, TS[ti], r0, r1, r2);
-      free_case(&c);
-    }
-  return bad ? 1 : 0;
-}
 
 int main(int argc, char** argv) {
-  if (argc > 1 && !strcmp(argv[1], "--tiny")) return tiny_main();
-  if (argc > 1 && !strcmp(argv[1], "--tiny-pk")) return tiny_pk_main();
+  if (argc > 1 && !strcmp(argv[1], "--tiny"))
+    return route_ab(SH, NSH, 128, set_tw, "A = the pair (tiny_wide -1) | B = tiny.cu's wide form (tiny_wide 8)");
+  if (argc > 1 && !strcmp(argv[1], "--tiny-pk"))
+    return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 32, set_pk, "A = the pair (no tiny.cu) | B = tiny.cu forced");
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
