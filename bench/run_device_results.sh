@@ -22,10 +22,17 @@ echo "scaling $((SECONDS-T0)) s" >> $O/env.log
 CMD="$B/tools/moeroute bench --backend cuda --format csv${BENCH_MODELS:+ --models $BENCH_MODELS}"
 echo "$CMD" > $O/h200-decode.cmd
 timeout ${BENCH_S:-110} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench rc=$?" >> $O/bench.err
+# optional lab timing (WIDE_LAB=1): dev/wide_lab's A/B of tiny.cu against the pair
+LABLOGS=""
+if [ "${WIDE_LAB:-0}" = 1 ]; then
+  nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1
+  for m in tiny tiny-pk; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; done
+  LABLOGS="wide_lab_tiny.log wide_lab_tiny-pk.log"
+fi
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 # the device tool returns about eight files: the small logs travel in one tarball
 # (the plot and its table are redrawn from the CSVs: bench/plot_scaling.py)
-LOGS="bench.err build.log sanitize.log test_cuda_large.log scaling.log h200-decode.cmd"
+LOGS="bench.err build.log sanitize.log test_cuda_large.log scaling.log h200-decode.cmd $LABLOGS"
 tar czf $O/logs.tgz -C $O $LOGS 2>/dev/null
 grep -E "tests passed|tests failed|ctest rc" $O/ctest.log | tail -3
 for n in $(grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: test_cuda' $O/ctest.log | sed -E 's/.*#([0-9]+):.*/\1/'); do grep -E "^$n: [0-9]+ passed, [0-9]+ failed" $O/ctest.log | tail -1; done
@@ -34,5 +41,6 @@ tail -2 $O/test_cuda_large.log
 sed -n '/verdicts/,$p' $O/sanitize.log
 tail -2 $O/bench.err; cut -d, -f1,2,9,10,11,12 $O/h200-decode.csv | head -14
 tail -2 $O/scaling.log; grep -E "\| (1024|16384|65536) \|" $O/h200-scaling.md | head -12
+for f in $LABLOGS; do grep -E "check:|MISMATCH" $O/$f | head -3; sed -n '/kernel metric/,$p' $O/$f; done
 cat $O/env.log
 (cd $O && rm -f $LOGS h200-scaling.md h200-scaling.png)
