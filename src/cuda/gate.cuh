@@ -1052,9 +1052,12 @@ struct mr_wide_smem {
 /* The barrier of one row's four warps: barrier `id` over `threads` threads. The
  * gate kernel (128-thread CTA) and tiny.cu at T = 1 use the CTA barrier (id 0, the
  * whole CTA; in tiny.cu the idle warps take part); tiny.cu with two rows in flight
- * (lab knob only) named barriers 1 + group over 128 threads. */
+ * (lab knob only) named barriers 1 + group over 128 threads. The non-aligned form
+ * (barrier.sync, not bar.sync = barrier.sync.aligned): tiny.cu's idle warps arrive
+ * at another instruction than the gating ones, which .aligned does not allow
+ * (synccheck, results run 13: "divergent thread(s) in block"). */
 __device__ __forceinline__ void mr_wide_bar(uint32_t id, uint32_t threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 /* Barriers inside one mr_gate_wide_row call (idle warps of tiny.cu match them). */
 #define MR_WIDE_ROW_BARS(GROUPED) ((GROUPED) ? 2 : 1)
