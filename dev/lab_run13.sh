@@ -6,6 +6,8 @@
 # random 1000 / no-pdl thresholds and cuda_check (random knobs) with three sanitizers in
 # parallel; then, alone on the GPU, the decode bench of every preset, base and new, twice,
 # alternating.
+# The base tarball is not committed; make it first, here:
+#   git archive --format=tar.gz -o dev/runs/run13/base-ee0ec4a.tgz ee0ec4a
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 O=${OUT:-/tmp/lab13}; mkdir -p $O; T0=$SECONDS

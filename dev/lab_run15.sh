@@ -5,6 +5,8 @@
 # report printed); tests and cuda_check; wide_lab --tiny; the SASS of tiny.cu's packed
 # bf16 E <= 256 kernel; then the decode bench of every preset, base and new, twice.
 # At most eight files under $OUT (the device tool returns about eight).
+# The base tarball is not committed; make it first, here:
+#   git archive --format=tar.gz -o dev/runs/run13/base-ee0ec4a.tgz ee0ec4a
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 O=${OUT:-/tmp/lab15}; mkdir -p $O; T0=$SECONDS
