@@ -1059,7 +1059,8 @@ struct mr_wide_smem {
 __device__ __forceinline__ void mr_wide_bar(uint32_t id, uint32_t threads) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
-/* Barriers inside one mr_gate_wide_row call (idle warps of tiny.cu match them). */
+/* Barriers inside one mr_gate_wide_row call (idle warps of tiny.cu match them: keep
+ * this in step with every mr_wide_bar of mr_gate_wide_row). */
 #define MR_WIDE_ROW_BARS(GROUPED) ((GROUPED) ? 2 : 1)
 
 /* Returns true in warp 0 of the group, whose lanes l < k then hold pick l in

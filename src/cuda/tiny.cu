@@ -3,8 +3,9 @@
  *   - 16-bit softmax rows at T = 1 (any E; T*k <= 32), or T <= 8 when T*k <= 32,
  *     T*E <= 512, min(T*k, E) <= 16 and E <= 128: a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
- *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: a row per
- *     group of four warps, two groups (Kimi-K2, grouped DeepSeek-R1 at T = 1).
+ *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: one group of
+ *     four warps gates the row (Kimi-K2, grouped DeepSeek-R1 at T = 1; two groups,
+ *     a row each, only under the lab knob tiny_wide).
  * One routing CTA gates every row itself and sorts the at most 32 entries
  * inside ONE warp, with no expert-sized table, no block-wide scan and no
  * cross-CTA exchange; the other CTAs of the launch clear moe_buf.
@@ -41,7 +42,7 @@
 #define MR_TINY_THREADS 256
 #define MR_TINY_WARPS (MR_TINY_THREADS / 32)
 #define MR_TINY_MAX_E 1024
-#define MR_TINY_SMEM_BYTES (48 * 1024 - 64) /* dynamic; 48 KB less room for the static s_nrec */
+#define MR_TINY_SMEM_BYTES (48 * 1024 - 64) /* dynamic; 48 KB less room for the static s_nblk */
 /* default bounds (mr_cuda_tune.tiny_max_n overrides both, lab): T*k, and T*E */
 #define MR_TINY_DEFAULT_N 32
 #define MR_TINY_DEFAULT_TE 512
@@ -75,7 +76,7 @@ typedef struct mr_tiny_k {
   uint32_t T;
   uint32_t E;
   uint32_t nw;            /* ceil(n / 32) */
-  uint32_t scratch_off;   /* word offset of the grouped scratch */
+  uint32_t scratch_off;   /* word offset of the gating scratch (grouped rows, or the wide rows' groups) */
   uint32_t scratch_words; /* per gating warp (0 without grouping), or per group of the wide form */
   int32_t gate_warps;     /* gating warps, or groups of four warps in the wide form */
 } mr_tiny_k;
@@ -256,7 +257,10 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
   const uint32_t lane = threadIdx.x & 31u, grp = threadIdx.x >> 7;
   const int ng = tk.gate_warps, k = g.top_k;
   const uint32_t bar_id = ng == 1 ? 0u : 1u + grp, bar_threads = ng == 1 ? MR_TINY_THREADS : MR_WIDE_THREADS;
-  if ((int)grp >= ng) { /* idle group: match the row's CTA barriers (one row, ng == 1) */
+  /* idle group: match the row's CTA barriers. ng == 1 only when T == 1 (mr_tiny_plan:
+   * gate_warps = min(T, 2)), so one row; MR_WIDE_ROW_BARS must count every barrier of
+   * mr_gate_wide_row, or the CTA hangs. */
+  if ((int)grp >= ng) {
     if (ng == 1)
       for (int b = 0; b < MR_WIDE_ROW_BARS(GR); ++b) mr_wide_bar(0u, MR_TINY_THREADS); /* as group 0's form */
     return;
