@@ -2048,6 +2048,46 @@ static void group_special(void) {
     tc.seed = case_seed(7, idx++);
     run_case_timed(&tc, "special", 0);
   }
+  /* T = 1, one launch of tiny.cu (design.md 25): without a mask no sort at all (slot j
+   * is padding iff j % U != 0), with a mask the one-warp sort from registers; 16-bit
+   * softmax rows of every E, and the wide form of sigmoid / sqrt_softplus rows (E > 128,
+   * k <= 16, grouped when each group is whole lanes). Odd U (the reciprocal division),
+   * U = 1 (no padding) and U = 1024, each layout alone and both, ties / NaN / inf. */
+  {
+    static const struct {
+      int32_t E, k;
+      moeroute_score sc;
+      int bias, G, tg;
+    } t1[] = {{8, 2, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1},     {60, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1},
+              {128, 32, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1},  {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1},
+              {512, 10, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1},  {513, 9, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1},
+              {1024, 32, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1}, {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1},
+              {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4},   {384, 16, MOEROUTE_SCORE_SIGMOID, 1, 1, 1},
+              {512, 1, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 1, 1}, {1024, 4, MOEROUTE_SCORE_SIGMOID, 0, 32, 8},
+              {160, 6, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 5, 3}};
+    static const int32_t t1U[] = {32, 3, 1, 1024, 64};
+    static const logits_kind t1K[] = {LG_DISTINCT, LG_TIES, LG_NONFINITE};
+    for (int i = 0; i < NUM(t1); i++)
+      for (int v = 0; v < 6; v++) {
+        if (q && (i + v) % 3) continue;
+        tcase tc;
+        const moeroute_dtype d = t1[i].sc == MOEROUTE_SCORE_SOFTMAX ? (v % 2 ? MOEROUTE_DTYPE_FP16 : MOEROUTE_DTYPE_BF16)
+                                                                   : (moeroute_dtype)(v % 3);
+        special_base(&tc, t1[i].E, t1[i].k, 1, t1[i].sc, d, t1K[(i + v) % NUM(t1K)], case_seed(13, idx++));
+        tc.has_bias = t1[i].bias;
+        tc.p.num_groups = t1[i].G;
+        tc.p.topk_groups = t1[i].tg;
+        tc.p.unit_size = t1U[(i + v) % NUM(t1U)];
+        tc.p.layouts = v % 3 == 0 ? MOEROUTE_LAYOUT_BOTH : v % 3 == 1 ? MOEROUTE_LAYOUT_CK : MOEROUTE_LAYOUT_VLLM;
+        tc.p.renormalize = v % 2 == 0;
+        if (v >= 4) { /* with a mask: the sort from registers */
+          tc.has_mask = 1;
+          tc.mask_ratio = v == 4 ? 0.3 : 0.7;
+        }
+        tc.p.moe_buf_bytes = v == 3 ? 0 : (size_t)(7168 * 2 + v);
+        run_case_timed(&tc, "special", 0);
+      }
+  }
   /* boundaries: T = 0 (logits NULL), E = 1, k = E = 32, U = 1, U = 1024 with E = 1024, k = 32 */
   {
     static const struct {
