@@ -17,6 +17,8 @@
  *    three input kinds, then both timed (kernel metric, moe_buf cleared).
  * --tiny-pk (session 9): the same for 16-bit softmax rows, tiny.cu forced
  *    (tiny_max_n = 32) against the pair (no_tiny), T*k <= 32.
+ * --tiny-1p (session 9, not yet run): tiny.cu forced (T*k <= 128) with its sorts
+ *    against the one-pass finish (mr_cuda_tune.tiny_onepass).
  *
  * Build (after cmake --build B):
  *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu B/libmoeroute.a -o B/wide_lab
@@ -229,6 +231,7 @@ static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
  * the defaults): the outputs compared bit for bit on the three input kinds, then
  * A, B and auto timed (kernel metric, moe_buf cleared). Shapes with T*k > max_n
  * are skipped. */
+static int g_check_only; /* --no-time after the mode: the comparison only (for the sanitizers) */
 static int route_ab(const Shape* sh, int ns, int max_n, void (*set)(int), const char* what) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -263,6 +266,7 @@ static int route_ab(const Shape* sh, int ns, int max_n, void (*set)(int), const 
         free_case(&c);
       }
   printf("check: %ld cases, %ld mismatches (%s, bits)\n", checks, bad, what);
+  if (g_check_only) return bad ? 1 : 0;
   printf("\nkernel metric, us, route (moe_buf cleared): %s | auto\n", what);
   printf("%-18s %5s %8s %8s %8s\n", "shape", "T", "A", "B", "auto");
   for (int si = 0; si < ns; ++si)
@@ -299,10 +303,20 @@ static void set_pk(int v) {
   mr_cuda_tune.no_tiny = v == 1;
   mr_cuda_tune.tiny_max_n = v == 2 ? 32 : 0;
 }
+/* --tiny-1p: tiny.cu forced up to T*k = 128, A = its sorts (one warp / multi-warp),
+ * B = the one-pass finish (mr_cuda_tune.tiny_onepass; perf-log v8 "Next") */
+static void set_1p(int v) {
+  mr_cuda_tune.tiny_max_n = v ? 128 : 0;
+  mr_cuda_tune.tiny_onepass = v == 2;
+}
 
 int main(int argc, char** argv) {
+  g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   if (argc > 1 && !strcmp(argv[1], "--tiny"))
     return route_ab(SH, NSH, 128, set_tw, "A = the pair (tiny_wide -1) | B = tiny.cu's wide form (tiny_wide 8)");
+  if (argc > 1 && !strcmp(argv[1], "--tiny-1p"))
+    return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 128, set_1p,
+                    "A = tiny.cu forced, its sorts | B = tiny.cu forced, one-pass finish");
   if (argc > 1 && !strcmp(argv[1], "--tiny-pk"))
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 32, set_pk, "A = the pair (no tiny.cu) | B = tiny.cu forced");
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");

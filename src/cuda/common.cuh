@@ -317,6 +317,9 @@ typedef struct mr_cuda_tuning {
   int tiny_wide;         /* route of sigmoid / sqrt_softplus rows by tiny.cu with wide gate rows (two groups of
                             four warps): 0 = auto (T <= MR_TINY_WIDE_T, T*k <= 32), -1 = never, > 0 = up to this T
                             (T*k <= 128) */
+  int tiny_onepass;      /* 1: tiny.cu's 16-bit softmax rows at T >= 2 finish in one pass behind one barrier
+                            (token masks per expert, mr_tiny_onepass) where U >= T; 0 = off (default: not yet
+                            measured) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

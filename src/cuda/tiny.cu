@@ -79,6 +79,8 @@ typedef struct mr_tiny_k {
   uint32_t scratch_off;   /* word offset of the gating scratch (grouped rows, or the wide rows' groups) */
   uint32_t scratch_words; /* per gating warp (0 without grouping), or per group of the wide form */
   int32_t gate_warps;     /* gating warps, or groups of four warps in the wide form */
+  uint32_t onepass;       /* mr_tiny_onepass (lab knob tiny_onepass): U >= T, T <= 32, E <= 1024 */
+  uint32_t op_off;        /* its word offset: presence bitmap [32] | token mask per expert [E] */
 } mr_tiny_k;
 
 /* A leader's rows of the block table: blocks start .. start + blocks - 1 of
@@ -244,6 +246,67 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
   if (lane == 0) mr_emit_totals(&o, n * U);
 }
 
+/* The one-pass finish (v8 lab variant, mr_cuda_tune.tiny_onepass; not yet measured).
+ * With U >= T every expert that occurs holds one block, so the layout follows from
+ * two tables the gating warps fill with shared atomics (order-free: deterministic):
+ * pb, a bitmap of the experts present, and tm[e], the tokens that picked e. Behind the
+ * barrier after gating, with no further barrier: thread i < n places entry i at
+ * U * (present enabled experts below e) + (tokens below t in tm[e]); warp w writes
+ * blocks w, w + 8, ...: block b's expert is the b-th set bit of the enabled presence
+ * bitmap, its padding the slots from popc(tm[e]) to U. */
+__device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
+                                                bool has_mask) {
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t U = tk.U, nwords = (tk.E + 31u) / 32u;
+  const uint32_t* pb = sm + tk.op_off;
+  const uint32_t* tm = pb + 32;
+  /* lane l: word l of the enabled presence bitmap and its exclusive prefix count */
+  uint32_t word = lane < nwords ? pb[lane] : 0u;
+  if (has_mask && lane < nwords) word &= sm[MR_TINY_BM + lane];
+  const uint32_t c = __popc(word), incl = mr_warp_incl_scan(c, lane), excl = incl - c;
+  const uint32_t D = __shfl_sync(MR_FULL_MASK, incl, 31);
+  /* entries */
+  const bool valid = tid < tk.n;
+  const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * tid] : 0u;
+  const uint32_t we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5)), xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
+  if (valid && ((we >> (e & 31u)) & 1u)) { /* present and enabled */
+    const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
+    const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
+    const uint32_t pos = start * U + __popc(tm[e] & ((1u << t) - 1u));
+    if (o.sorted_ids) {
+      o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+      if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = sm[MR_TINY_ENT + 2u * tid + 1u];
+    }
+    if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
+  }
+  /* blocks: padding and ids */
+  const int32_t ck_sentinel = (int32_t)((tk.k << 24) | tk.T), vllm_sentinel = (int32_t)(tk.T * tk.k);
+#pragma unroll 1
+  for (uint32_t b = warp; b < D; b += MR_TINY_WARPS) {
+    const uint32_t src = (uint32_t)__ffs(__ballot_sync(MR_FULL_MASK, lane < nwords && excl <= b && b < incl)) - 1u;
+    uint32_t wd = __shfl_sync(MR_FULL_MASK, word, (int)src);
+    const uint32_t skip = b - __shfl_sync(MR_FULL_MASK, excl, (int)src);
+    for (uint32_t q = 0; q < skip; ++q) wd &= wd - 1u; /* drop the lower set bits */
+    const uint32_t bit = (uint32_t)__ffs(wd) - 1u, eb = src * 32u + bit;
+    const uint32_t cnt = __popc(tm[eb]);
+    for (uint32_t r = cnt + lane; r < U; r += 32u) {
+      const uint32_t j = b * U + r;
+      if (o.sorted_ids) {
+        o.sorted_ids[j] = ck_sentinel;
+        if (o.sorted_weights) o.sorted_weights[j] = 0.0f;
+      }
+      if (o.sorted_token_ids) o.sorted_token_ids[j] = vllm_sentinel;
+    }
+    if (lane == 0) {
+      const int32_t local = has_mask ? (int32_t)(sm[MR_TINY_PRE + src] + __popc(sm[MR_TINY_BM + src] & ((1u << bit) - 1u)))
+                                     : (int32_t)eb;
+      if (o.sorted_expert_ids) o.sorted_expert_ids[b] = local;
+      if (o.expert_ids) o.expert_ids[b] = local;
+    }
+  }
+  if (tid == 0) mr_emit_totals(&o, D * U);
+}
+
 /* Step 1 of the wide form: group q (warps 4q .. 4q+3) gates rows q, q + ng, ...
  * with mr_gate_wide_row (its scratch after tk.scratch_off); warp 4q's lanes
  * l < k store the entries, and keep them in *id0 / *w0 (the last row's).
@@ -333,6 +396,10 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_load_lane<W, EPL>(row0, lane, tk.E, ninf, has_row, raw);
     if (KIND != MR_KIND_PACKED)
       mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, tk.E, 0u, has_row && g.bias != NULL, braw);
+    if (tk.onepass) { /* its tables zeroed before any gating warp sets a bit (the rows load meanwhile) */
+      for (uint32_t w = tid; w < 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
+      __syncthreads();
+    }
     if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
       mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
     if (has_row) {
@@ -352,6 +419,10 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
           sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
           if (topk_ids) topk_ids[i] = id;
           if (topk_weights) topk_weights[i] = w;
+          if (tk.onepass) {
+            atomicOr(sm + tk.op_off + (uint32_t)id / 32u, 1u << ((uint32_t)id & 31u));
+            atomicOr(sm + tk.op_off + 32u + (uint32_t)id, 1u << (uint32_t)t);
+          }
         }
         id0 = id;
         w0 = w;
@@ -370,6 +441,11 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   const bool one_row = tk.T == 1u && tk.n <= 32u;
   __syncthreads();
   MR_STAMP(4);
+  if (tk.onepass) {
+    mr_tiny_onepass(o, tk, sm, has_mask);
+    MR_STAMP(7);
+    return;
+  }
 
   /* 2. the sort: one warp (n <= 32), or one thread per entry (n <= 128) */
   __shared__ uint32_t s_nblk;
@@ -490,7 +566,15 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
       if ((uint32_t)K->gate_warps > fit) K->gate_warps = (int32_t)fit;
     }
   }
-  *smem = (size_t)(K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words) * 4u;
+  uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
+  if (!wide && mr_cuda_tune.tiny_onepass > 0 && cfg->num_tokens >= 2 && cfg->num_tokens <= 32 &&
+      cfg->unit_size >= cfg->num_tokens) { /* T = 1 has the solo path or the sort from registers */
+    K->onepass = 1u;
+    K->op_off = (words + 3u) & ~3u;
+    words = K->op_off + 32u + K->E;
+    if (words > MR_TINY_SMEM_BYTES / 4u) return 0;
+  }
+  *smem = (size_t)words * 4u;
   return 1;
 }
 
