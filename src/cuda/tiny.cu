@@ -355,7 +355,9 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
   }
 }
 
-template <int DT, int EPL, int KIND, bool WIDE>
+/* WIDE: the wide form (step 1); ONEPASS: mr_tiny_onepass instead of steps 2-3 (a
+ * separate instantiation, so the default kernels carry none of its code). */
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS>
 __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
@@ -396,7 +398,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_load_lane<W, EPL>(row0, lane, tk.E, ninf, has_row, raw);
     if (KIND != MR_KIND_PACKED)
       mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, tk.E, 0u, has_row && g.bias != NULL, braw);
-    if (tk.onepass) { /* its tables zeroed before any gating warp sets a bit (the rows load meanwhile) */
+    if constexpr (ONEPASS) { /* its tables zeroed before any gating warp sets a bit (the rows load meanwhile) */
       for (uint32_t w = tid; w < 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
       __syncthreads();
     }
@@ -419,7 +421,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
           sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
           if (topk_ids) topk_ids[i] = id;
           if (topk_weights) topk_weights[i] = w;
-          if (tk.onepass) {
+          if constexpr (ONEPASS) {
             atomicOr(sm + tk.op_off + (uint32_t)id / 32u, 1u << ((uint32_t)id & 31u));
             atomicOr(sm + tk.op_off + 32u + (uint32_t)id, 1u << (uint32_t)t);
           }
@@ -441,7 +443,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   const bool one_row = tk.T == 1u && tk.n <= 32u;
   __syncthreads();
   MR_STAMP(4);
-  if (tk.onepass) {
+  if constexpr (ONEPASS) {
     mr_tiny_onepass(o, tk, sm, has_mask);
     MR_STAMP(7);
     return;
@@ -617,7 +619,7 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
   return mr_tiny_plan(cfg, a, &K, &smem);
 }
 
-template <int DT, int EPL, int KIND, bool WIDE>
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -627,7 +629,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE>, g, *o, *K, topk_ids, topk_weights));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS>, g, *o, *K, topk_ids, topk_weights));
   return cudaSuccess;
 }
 
@@ -638,9 +640,11 @@ template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                        int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32)
-    return mr_launch_tiny_t<DT, EPL, KIND, false>(g, o, K, smem, topk_ids, topk_weights, stream);
+    return K->onepass ? mr_launch_tiny_t<DT, EPL, KIND, false, true>(g, o, K, smem, topk_ids, topk_weights, stream)
+                      : mr_launch_tiny_t<DT, EPL, KIND, false, false>(g, o, K, smem, topk_ids, topk_weights, stream);
   else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8)
-    return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true>(g, o, K, smem, topk_ids, topk_weights, stream);
+    return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, false>(g, o, K, smem, topk_ids, topk_weights,
+                                                                          stream);
   else
     return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */
 }
