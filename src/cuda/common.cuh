@@ -384,7 +384,7 @@ cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out*
 /* tiny.cu: the one-launch route for small decode calls (one routing CTA, a one-warp
  * sort); _takes: the dispatch gives it the call. */
 /* gate.cu: the row can take the wide gate rows (four warps per row), T bound aside. */
-int mr_cuda_gate_wide_shape(const mr_config* cfg, const mr_gate_args* a, int kind);
+int mr_cuda_gate_wide_shape(const mr_gate_args* a, int kind);
 int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream);

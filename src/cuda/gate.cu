@@ -223,12 +223,11 @@ static int mr_gate_wide_fits(const mr_config* cfg, const mr_gate_args* a, int ki
                         : kind == MR_KIND_FULL && a->top_k <= 8 && a->num_experts <= 384 ? MR_WIDE_FULL_T
                                                                                           : MR_WIDE_DEFAULT_T;
   if (cfg->num_tokens > bound) return 0;
-  return mr_cuda_gate_wide_shape(cfg, a, kind);
+  return mr_cuda_gate_wide_shape(a, kind);
 }
 
 /* The shape part of mr_gate_wide_fits (also tiny.cu's wide form). */
-extern "C" int mr_cuda_gate_wide_shape(const mr_config* cfg, const mr_gate_args* a, int kind) {
-  (void)cfg;
+extern "C" int mr_cuda_gate_wide_shape(const mr_gate_args* a, int kind) {
   if (kind == MR_KIND_PACKED || a->score == MOEROUTE_SCORE_SOFTMAX || a->top_k > 16) return 0; /* see above */
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (epl < 8) return 0;

@@ -49,26 +49,31 @@ __device__ __forceinline__ void mr_emit_entry(const mr_sort_out* o, uint32_t pos
   if (o->sorted_token_ids) o->sorted_token_ids[pos] = (int32_t)i;
 }
 
+/* Position pos is padding: the sentinel of each layout, (k << 24) | T (CK, with
+ * weight 0) and T*k (vLLM). */
+__device__ __forceinline__ void mr_emit_pad_slot(const mr_sort_out* o, uint32_t pos) {
+  const uint32_t T = (uint32_t)o->num_tokens, k = (uint32_t)o->top_k;
+  if (o->sorted_ids) {
+    o->sorted_ids[pos] = (int32_t)((k << 24) | T);
+    if (o->sorted_weights) o->sorted_weights[pos] = 0.0f;
+  }
+  if (o->sorted_token_ids) o->sorted_token_ids[pos] = (int32_t)(T * k);
+}
+
+/* Block b belongs to the expert with local id `local` (both layouts). */
+__device__ __forceinline__ void mr_emit_block_id(const mr_sort_out* o, uint32_t b, int32_t local) {
+  if (o->sorted_expert_ids) o->sorted_expert_ids[b] = local;
+  if (o->expert_ids) o->expert_ids[b] = local;
+}
+
 /* Padding of expert e's unit: positions [start + cnt, start + pad), and the
  * block ids of its blocks [start/U, (start+pad)/U). One warp, lanes striding. */
 __device__ __forceinline__ void mr_emit_padding(const mr_sort_out* o, uint32_t start, uint32_t cnt, uint32_t pad,
                                                 uint32_t local_id, uint32_t lane) {
-  const uint32_t T = (uint32_t)o->num_tokens, k = (uint32_t)o->top_k, U = (uint32_t)o->unit_size;
-  const int32_t ck_sentinel = (int32_t)((k << 24) | T);
-  const int32_t vllm_sentinel = (int32_t)(T * k);
-  for (uint32_t j = cnt + lane; j < pad; j += 32) {
-    const uint32_t pos = start + j;
-    if (o->sorted_ids) {
-      o->sorted_ids[pos] = ck_sentinel;
-      if (o->sorted_weights) o->sorted_weights[pos] = 0.0f;
-    }
-    if (o->sorted_token_ids) o->sorted_token_ids[pos] = vllm_sentinel;
-  }
+  const uint32_t U = (uint32_t)o->unit_size;
+  for (uint32_t j = cnt + lane; j < pad; j += 32) mr_emit_pad_slot(o, start + j);
   const uint32_t b1 = mr_udiv(start + pad, U, o->u_magic);
-  for (uint32_t b = mr_udiv(start, U, o->u_magic) + lane; b < b1; b += 32) {
-    if (o->sorted_expert_ids) o->sorted_expert_ids[b] = (int32_t)local_id;
-    if (o->expert_ids) o->expert_ids[b] = (int32_t)local_id;
-  }
+  for (uint32_t b = mr_udiv(start, U, o->u_magic) + lane; b < b1; b += 32) mr_emit_block_id(o, b, (int32_t)local_id);
 }
 
 __device__ __forceinline__ void mr_emit_totals(const mr_sort_out* o, uint32_t total) {

@@ -59,7 +59,7 @@
 /* shared memory, words: entries [2 * 128] | mask bitmap [32] | its prefix counts [32] |
  * (unused) [16] | packed (expert, blocks) [128] | block table [128]:
  * (real entries << 16) | local id, by block | entry bit table [E * ceil(n/32)]
- * (n > 32 only) | gating scratch (tk.scratch_off: grouped rows, or the wide rows) */
+ * (n > 32 only) | the wide rows' scratch (tk.scratch_off) | the one-pass tables (tk.op_off) */
 #define MR_TINY_ENT 0u
 #define MR_TINY_BM 256u
 #define MR_TINY_PRE 288u
@@ -76,8 +76,8 @@ typedef struct mr_tiny_k {
   uint32_t T;
   uint32_t E;
   uint32_t nw;            /* ceil(n / 32) */
-  uint32_t scratch_off;   /* word offset of the gating scratch (grouped rows, or the wide rows' groups) */
-  uint32_t scratch_words; /* per gating warp (0 without grouping), or per group of the wide form */
+  uint32_t scratch_off;   /* word offset of the wide rows' scratch (unused by a warp per row) */
+  uint32_t scratch_words; /* per group of the wide form (0 for a warp per row) */
   int32_t gate_warps;     /* gating warps, or groups of four warps in the wide form */
   uint32_t onepass;       /* mr_tiny_onepass (lab knob tiny_onepass): U >= T, T <= 32, E <= 1024 */
   uint32_t op_off;        /* its word offset: presence bitmap [32] | token mask per expert [E] */
@@ -97,22 +97,13 @@ __device__ __forceinline__ void mr_tiny_blocks(uint32_t* sm, uint32_t start, uin
 __device__ __forceinline__ void mr_tiny_emit(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                              uint32_t nblk) {
   const uint32_t tid = threadIdx.x, U = tk.U, nslot = nblk * U; /* < 2^22: umulhi exact (mr_udiv) */
-  const int32_t ck_sentinel = (int32_t)((tk.k << 24) | tk.T), vllm_sentinel = (int32_t)(tk.T * tk.k);
 #pragma unroll 1
   for (uint32_t j = tid; j < nslot; j += MR_TINY_THREADS) {
     const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j;
     if (j - b * U < (sm[MR_TINY_BLK + b] >> 16)) continue; /* a real entry: placed by the sort */
-    if (o.sorted_ids) {
-      o.sorted_ids[j] = ck_sentinel;
-      if (o.sorted_weights) o.sorted_weights[j] = 0.0f;
-    }
-    if (o.sorted_token_ids) o.sorted_token_ids[j] = vllm_sentinel;
+    mr_emit_pad_slot(&o, j);
   }
-  if (tid < nblk) {
-    const int32_t local = (int32_t)(sm[MR_TINY_BLK + tid] & 0xffffu);
-    if (o.sorted_expert_ids) o.sorted_expert_ids[tid] = local;
-    if (o.expert_ids) o.expert_ids[tid] = local;
-  }
+  if (tid < nblk) mr_emit_block_id(&o, tid, (int32_t)(sm[MR_TINY_BLK + tid] & 0xffffu));
 }
 
 /* One warp: expert_mask as a bitmap of E bits (non-zero = enabled) and the
@@ -207,16 +198,10 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
  * row is gated, and the gating warp places its own picks. No barrier, no table. */
 __device__ __forceinline__ void mr_tiny_solo_pad(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t first) {
   const uint32_t U = tk.U, nslot = tk.n * U, step = MR_TINY_THREADS - first;
-  const int32_t ck_sentinel = (int32_t)((tk.k << 24) | tk.T), vllm_sentinel = (int32_t)(tk.T * tk.k);
 #pragma unroll 1
   for (uint32_t j = threadIdx.x - first; j < nslot; j += step) {
     const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j; /* j < 2^22: exact (mr_udiv) */
-    if (j == b * U) continue; /* the block's one entry */
-    if (o.sorted_ids) {
-      o.sorted_ids[j] = ck_sentinel;
-      if (o.sorted_weights) o.sorted_weights[j] = 0.0f;
-    }
-    if (o.sorted_token_ids) o.sorted_token_ids[j] = vllm_sentinel;
+    if (j != b * U) mr_emit_pad_slot(&o, j); /* else the block's one entry */
   }
 }
 
@@ -240,8 +225,7 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
       if (o.sorted_weights) o.sorted_weights[pos] = w;
     }
     if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)lane;
-    if (o.sorted_expert_ids) o.sorted_expert_ids[start] = (int32_t)e; /* local id = expert id: no mask */
-    if (o.expert_ids) o.expert_ids[start] = (int32_t)e;
+    mr_emit_block_id(&o, start, (int32_t)e); /* local id = expert id: no mask */
   }
   if (lane == 0) mr_emit_totals(&o, n * U);
 }
@@ -280,7 +264,6 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
   }
   /* blocks: padding and ids */
-  const int32_t ck_sentinel = (int32_t)((tk.k << 24) | tk.T), vllm_sentinel = (int32_t)(tk.T * tk.k);
 #pragma unroll 1
   for (uint32_t b = warp; b < D; b += MR_TINY_WARPS) {
     const uint32_t src = (uint32_t)__ffs(__ballot_sync(MR_FULL_MASK, lane < nwords && excl <= b && b < incl)) - 1u;
@@ -289,19 +272,11 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     for (uint32_t q = 0; q < skip; ++q) wd &= wd - 1u; /* drop the lower set bits */
     const uint32_t bit = (uint32_t)__ffs(wd) - 1u, eb = src * 32u + bit;
     const uint32_t cnt = __popc(tm[eb]);
-    for (uint32_t r = cnt + lane; r < U; r += 32u) {
-      const uint32_t j = b * U + r;
-      if (o.sorted_ids) {
-        o.sorted_ids[j] = ck_sentinel;
-        if (o.sorted_weights) o.sorted_weights[j] = 0.0f;
-      }
-      if (o.sorted_token_ids) o.sorted_token_ids[j] = vllm_sentinel;
-    }
+    for (uint32_t r = cnt + lane; r < U; r += 32u) mr_emit_pad_slot(&o, b * U + r);
     if (lane == 0) {
       const int32_t local = has_mask ? (int32_t)(sm[MR_TINY_PRE + src] + __popc(sm[MR_TINY_BM + src] & ((1u << bit) - 1u)))
                                      : (int32_t)eb;
-      if (o.sorted_expert_ids) o.sorted_expert_ids[b] = local;
-      if (o.expert_ids) o.expert_ids[b] = local;
+      mr_emit_block_id(&o, b, local);
     }
   }
   if (tid == 0) mr_emit_totals(&o, D * U);
@@ -376,7 +351,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
   const uint32_t gating_warps = WIDE ? (uint32_t)gw * MR_WIDE_WARPS : (uint32_t)gw;
   const uint32_t mask_warp = gating_warps < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
-  const bool solo = tk.T == 1u && tk.n <= 32u && !has_mask; /* mr_tiny_solo_pad */
+  const bool solo = tk.T == 1u && !has_mask; /* mr_tiny_solo_pad (T = 1: n = k <= 32) */
   if (solo && warp >= gating_warps) mr_tiny_solo_pad(o, tk, gating_warps * 32u);
 
   /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
@@ -440,7 +415,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   if (warp == mask_warp && mask_warp == 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
   /* T = 1 (with a mask here): warp 0 sorts its own picks from registers
    * (distinct experts: one entry each, no peers) after the bitmap's barrier */
-  const bool one_row = tk.T == 1u && tk.n <= 32u;
+  const bool one_row = tk.T == 1u;
   __syncthreads();
   MR_STAMP(4);
   if constexpr (ONEPASS) {
@@ -517,7 +492,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
 /* Host: tiny.cu's wide form serves the row kind (sigmoid / sqrt_softplus rows
  * that the wide gate rows take), T and n bounds aside. */
 static int mr_tiny_wide_kind(const mr_config* cfg, const mr_gate_args* a) {
-  return mr_cuda_tune.tiny_wide >= 0 && mr_cuda_gate_wide_shape(cfg, a, mr_gate_kind(a, cfg->dtype));
+  return mr_cuda_tune.tiny_wide >= 0 && mr_cuda_gate_wide_shape(a, mr_gate_kind(a, cfg->dtype));
 }
 
 static uint32_t mr_tiny_wide_words(int epl) {
@@ -557,16 +532,8 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
     K->gate_warps = cfg->num_tokens < groups ? (int32_t)cfg->num_tokens : groups;
     K->scratch_words = mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts));
     if (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words > MR_TINY_SMEM_BYTES / 4u) return 0;
-  } else {
+  } else { /* a warp per row: 16-bit softmax rows only (mr_cuda_tiny_takes), no gating scratch */
     K->gate_warps = cfg->num_tokens < MR_TINY_WARPS ? (int32_t)cfg->num_tokens : MR_TINY_WARPS;
-    if (a->grouped) {
-      uint32_t sw = K->E;
-      if (cfg->num_groups > 32) sw += ((uint32_t)cfg->num_groups + 3u) / 4u;
-      K->scratch_words = (sw + 3u) & ~3u;
-      const uint32_t fit = (MR_TINY_SMEM_BYTES / 4u - K->scratch_off) / K->scratch_words;
-      if (fit < 1u) return 0;
-      if ((uint32_t)K->gate_warps > fit) K->gate_warps = (int32_t)fit;
-    }
   }
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
   if (!wide && mr_cuda_tune.tiny_onepass > 0 && cfg->num_tokens >= 2 && cfg->num_tokens <= 32 &&
