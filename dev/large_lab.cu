@@ -563,7 +563,8 @@ typedef struct V6 {
 } V6;
 static const V6 V6S[] = {
     {"auto", 0, 0, 0},      {"old", -1, 32, 0},      {"midoff", -1, 0, 0},   {"lpr32", 0, 32, 0},
-    {"share512", 0, 0, 512}, {"share2048", 0, 0, 2048},
+    {"share512", 0, 0, 512}, {"share2048", 0, 0, 2048}, {"share64", 0, 0, 64},  {"share128", 0, 0, 128},
+    {"share256", 0, 0, 256}, {"share1024", 0, 0, 1024},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {
@@ -661,8 +662,9 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--v6-only") && i + 1 < argc) v6 = 1, v6_only = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--v6-notime")) g_v6_notime = 1;
     else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) g_v6_variant = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--share-sweep")) v6 = 2;
     else {
-      printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N]\n");
+      printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N] [--v6] [--share-sweep]\n");
       return 2;
     }
   }
@@ -677,6 +679,15 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
+  if (v6 == 2) { /* the mid sort's share at small n (perf-log v8 "Next"): 4 presets, T = 17 .. 2048 */
+    const int64_t Ts[] = {17, 24, 32, 48, 64, 128, 256, 512, 1024, 2048};
+    const int shapes[] = {0, 1, 3, 4};
+    for (int si = 0; si < 4; ++si)
+      for (int ti = 0; ti < (int)(sizeof Ts / sizeof *Ts); ++ti) v6_shape(&SHAPES[shapes[si]], Ts[ti], s);
+    printf("v6 check: %d failure(s)\n", g_fail);
+    CK(cudaStreamDestroy(s));
+    return g_fail ? 1 : 0;
+  }
   if (v6) {
     const int64_t Ts[] = {64, 130, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
     if (v6_only > 0) {
