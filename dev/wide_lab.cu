@@ -302,12 +302,13 @@ static const Shape PK[] = {
 static void set_pk(int v) {
   mr_cuda_tune.no_tiny = v == 1;
   mr_cuda_tune.tiny_max_n = v == 2 ? 32 : 0;
+  mr_cuda_tune.tiny_onepass = v == 2 ? -1 : 0; /* forced: tiny.cu's own sorts */
 }
 /* --tiny-1p: tiny.cu forced up to T*k = 128, A = its sorts (one warp / multi-warp),
  * B = the one-pass finish (mr_cuda_tune.tiny_onepass; perf-log v8 "Next") */
 static void set_1p(int v) {
   mr_cuda_tune.tiny_max_n = v ? 128 : 0;
-  mr_cuda_tune.tiny_onepass = v == 2;
+  mr_cuda_tune.tiny_onepass = v == 2 ? 1 : v == 1 ? -1 : 0; /* the default (v = 0) picks by its rule */
 }
 
 int main(int argc, char** argv) {

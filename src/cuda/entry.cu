@@ -175,7 +175,13 @@ static int mr_route_use_pair(const mr_config* cfg) {
  * kernel, then the mid sort (mid.cu), PDL between them when it is on. The
  * top-k travels through the caller's buffers or the workspace, as the pair's. */
 static int mr_route_use_mid(const mr_config* cfg) {
-  return cfg->num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_mid_sort_fits(cfg);
+  if (cfg->num_tokens <= 0 || mr_cuda_tune.force_general || !mr_cuda_mid_sort_fits(cfg)) return 0;
+  /* Where the cluster kernel also fits (E * ceil(T*k/32) in 5121..6144, above the
+   * pair's bound), the mid pair when PDL is on, as the pair would have run
+   * (lab call 20: Kimi-K2 T = 64 as the pair 10.03 us, T = 128 as the mid pair
+   * 8.04); the cluster kernel when it is off or forced by knob. */
+  if (!mr_route_one_launch(cfg)) return 1;
+  return mr_cuda_tune.fused_cluster <= 0 && mr_cuda_tune.route_pair >= 0 && mr_cuda_pdl_on();
 }
 static int mr_sort_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1;
@@ -193,9 +199,10 @@ static size_t mr_route_topk_half(const mr_config* cfg) {
 static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
   switch (op) {
     case MOEROUTE_OP_ROUTE:
-    { /* the pair's top-k: reserved whenever the pair fits, whether or not it is
-       * chosen (the size must not depend on PDL, knobs or optional outputs) */
-      const size_t pair = mr_route_pair_fits(cfg) ? 2u * mr_route_topk_half(cfg) : 0u;
+    { /* the pair's (or the mid pair's) top-k: reserved whenever either fits, whether
+       * or not it is chosen (the size must not depend on PDL or optional outputs) */
+      const size_t pair =
+          mr_route_pair_fits(cfg) || mr_cuda_mid_sort_fits(cfg) ? 2u * mr_route_topk_half(cfg) : 0u;
       if (mr_route_one_launch(cfg)) return pair;
       /* the top-k between gating and sorting, always reserved (the size must
        * not depend on which optional outputs the caller passes) */
@@ -293,7 +300,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) err = mr_cuda_launch_small_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
-  } else if (!mr_route_one_launch(&cfg) && mr_route_use_mid(&cfg)) {
+  } else if (mr_route_use_mid(&cfg)) {
     const size_t half = mr_route_topk_half(&cfg);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);

@@ -4,7 +4,8 @@
  * sorted layouts, moe_buf cleared, in ONE launch with no workspace.
  *
  * R routing CTAs of 1024 threads; CTA r owns the entries [s_r, s_{r+1}) of a
- * balanced split of the n = T*k entries (about MR_MID_SHARE each). Every
+ * balanced split of the n = T*k entries (MR_MID_SHARE each, at most
+ * MR_MID_MAX_CTAS CTAs; 32 with moe_buf above 12288 entries). Every
  * routing CTA:
  *   1. reads ALL n ids (coalesced, 8 loads in flight per lane, from L2 after
  *      the first CTA) and counts them into two shared histograms, "before my
@@ -49,7 +50,17 @@
  * every CTA's redundant count grows with T*k: T*k = 16384 (T = 2048) 9.10 against
  * the large path's 9.75, 32768 12.25 against 10.52 (GPT-OSS-120B: 16384 8.81
  * against 9.02, 32768 11.96 against 9.53). docs/perf-log.md v6. */
-#define MR_MID_SHARE 512
+/* Lab call 20 (dev/runs/run20/share_sweep.log, large_lab --share-sweep, kernel
+ * metric, four presets, T = 48 - 2048) swept the share at small n: 64 entries per
+ * CTA up to n = 4096 and 64 CTAs above are the best or within noise for the sort
+ * alone and route (DeepSeek-R1 softmax sort at T = 128 / 256 / 1024: 4.90 / 5.04 /
+ * 6.29 us against 8.03 / 6.97 / 7.52 with 512; Qwen3-Next T = 48 5.17 against
+ * 13.08; Kimi-K2 T = 128 4.57 against 7.67): the CTAs' count is redundant but
+ * parallel, the placing is not. With moe_buf at T*k = 16384 the clear CTAs want
+ * the SMs: 32 routing CTAs (DeepSeek-R1 softmax route + buf 14.20 against 15.60
+ * with 64, Kimi-K2 18.88 against 19.94). mr_cuda_launch_mid_sort. */
+#define MR_MID_SHARE 64
+#define MR_MID_MAX_CTAS 64
 #define MR_MID_MAX_ENTRIES 16384
 #define MR_MID_NONE 0xffffffffu
 
@@ -252,6 +263,8 @@ extern "C" cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_so
                                                const float* topk_weights, cudaStream_t stream) {
   const int64_t n = cfg->num_tokens * cfg->top_k;
   int64_t r = (n + MR_MID_SHARE - 1) / MR_MID_SHARE;
+  if (r > MR_MID_MAX_CTAS) r = MR_MID_MAX_CTAS;
+  if (o->moe_buf_bytes > 0 && n > 12288) r = 32;
   if (mr_cuda_tune.mid_share > 0) r = (n + mr_cuda_tune.mid_share - 1) / mr_cuda_tune.mid_share;
   const size_t E = (size_t)cfg->num_experts;
   const int64_t rw = (int64_t)mr_mid_rank_warps((uint32_t)E);

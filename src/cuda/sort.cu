@@ -90,7 +90,7 @@ extern "C" int mr_cuda_small_sort_fits(const mr_config* cfg) {
   const int64_t n = cfg->num_tokens * cfg->top_k;
   const int64_t nw = (n + 31) / 32;
   /* shared memory: mr_small_words <= 64 + 2048 + 6144 + 1024 + 8 words (< 48 KB) */
-  return n <= MR_SMALL_MAX_ENTRIES && (int64_t)cfg->num_experts * nw <= MR_SMALL_MAX_MASK_WORDS;
+  return n <= MR_SMALL_MAX_ENTRIES && (int64_t)cfg->num_experts * nw <= MR_SMALL_SORT_MASK_WORDS;
 }
 
 extern "C" cudaError_t mr_cuda_launch_small_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,

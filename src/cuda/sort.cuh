@@ -35,6 +35,12 @@
  * (E * NW <= 6144 words = 24 KB of shared memory). */
 #define MR_SMALL_MAX_ENTRIES 1024
 #define MR_SMALL_MAX_MASK_WORDS 6144
+/* The sort entry point and route's pair take the mask-table sort up to this E * nw
+ * (the cluster kernel of fused.cu, PDL off, keeps 6144). Lab call 20 (kernel
+ * metric, sort alone): Kimi-K2 (E = 384) T = 48 (4608 words) 4.55 us, T = 64
+ * (6144) 6.87, where the mid sort takes T = 128 in 4.57; Qwen3-Next T = 32 (5120)
+ * 4.70. */
+#define MR_SMALL_SORT_MASK_WORDS 5120
 
 /* One entry of the sorted layouts: entry i = t*k + slot at position pos.
  * The weight is copied as bits (contract: bit-exact). */

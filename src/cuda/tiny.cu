@@ -1,7 +1,9 @@
 /*
  * tiny.cu - route in ONE launch for small decode calls (mr_cuda_tiny_takes):
- *   - 16-bit softmax rows at T = 1 (any E; T*k <= 32), or T <= 8 when T*k <= 32,
- *     T*E <= 512, min(T*k, E) <= 16 and E <= 128: a warp per row;
+ *   - 16-bit softmax rows at T = 1 (any E; T*k <= 32), or 2 <= T <= 8 within the
+ *     T*k bound of the E bucket (mr_tiny_packed_max_n: 48 for E <= 64, 32 for
+ *     E <= 128, 24 for E <= 256, none for E <= 512, 32 above), or T <= 3 with
+ *     the one-pass finish (mr_tiny_onepass_wanted): a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
  *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: one group of
  *     four warps gates the row (Kimi-K2, grouped DeepSeek-R1 at T = 1; two groups,
@@ -43,10 +45,6 @@
 #define MR_TINY_WARPS (MR_TINY_THREADS / 32)
 #define MR_TINY_MAX_E 1024
 #define MR_TINY_SMEM_BYTES (48 * 1024 - 64) /* dynamic; 48 KB less room for the static s_nblk */
-/* default bounds (mr_cuda_tune.tiny_max_n overrides both, lab): T*k, and T*E */
-#define MR_TINY_DEFAULT_N 32
-#define MR_TINY_DEFAULT_TE 512
-
 /* T*k bound of this kernel; above 32 entries the sort takes the multi-warp form */
 #define MR_TINY_MAX_N 128u
 /* T bound of the wide form (auto); lab knob mr_cuda_tune.tiny_wide. Lab call 13
@@ -503,18 +501,54 @@ static uint32_t mr_tiny_wide_words(int epl) {
   }
 }
 
+/* The one-pass finish (mr_tiny_onepass) for 16-bit softmax rows: it needs
+ * 2 <= T <= 32 and U >= T (T = 1 has the solo path or the sort from registers).
+ * Auto (knob tiny_onepass 0), lab call 20 (dev/runs/run20/tiny_1p.log, kernel
+ * metric, route with moe_buf, one-pass / tiny.cu's sorts / the default then):
+ * it wins at T = 2 (DeepSeek-R1 softmax 3.21 / 3.38 / 3.50 us, GPT-OSS-120B
+ * 2.54 / 2.79 / 2.79, E = 1024 3.89 / 4.15 / 4.64) and at T = 3 while the
+ * experts are sparse (DeepSeek-R1 softmax 3.52 / 3.58, GPT-OSS-120B 2.91 / 2.97,
+ * E = 1024 4.26 / 4.34), and loses where the T*k entries crowd E (OLMoE E = 64
+ * T = 2 3.21 / 3.11, T = 3 3.64 / 3.30; Qwen3-235B E = 128 k = 8 T = 3 3.45 /
+ * 3.33) and from T = 4 on (DeepSeek-R1 softmax 3.98 / 3.83, T = 8 6.01 / 4.84):
+ * T <= 3 and 8 * T*k < E. Qwen3-Next (E = 512, k = 10) keeps the pair, its best
+ * (one-pass / default 4.09 / 4.06 at T = 2, 4.43 / 4.34 at T = 3). */
+static int mr_tiny_onepass_wanted(const mr_config* cfg) {
+  const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
+  if (T < 2 || T > 32 || cfg->unit_size < T || mr_cuda_tune.tiny_onepass < 0) return 0;
+  if (mr_cuda_tune.tiny_onepass > 0) return 1;
+  if (cfg->num_experts > 256 && cfg->num_experts <= 512) return 0; /* Qwen3-Next: 4.09 / 4.06, T = 3 4.43 / 4.34 */
+  return T <= 3 && 8 * n < cfg->num_experts;
+}
+
+/* T*k bound of tiny.cu's own sorts for 16-bit softmax rows at 2 <= T <= 8, by E.
+ * Lab call 20 (dev/runs/run20/tiny_1p.log, kernel metric, route with moe_buf,
+ * tiny.cu forced against the pair of gate kernel + one-launch sort):
+ *   E = 64 (OLMoE, k = 8): wins at T*k = 24 - 48 (3.30 / 3.89, 3.46 / 3.87,
+ *     4.06 / 4.19 us), loses at 64 (4.34 / 4.18);
+ *   E = 128: wins up to 32 (GPT-OSS-120B k = 4 T = 6, 8: 3.33 / 3.54, 3.48 / 3.69;
+ *     Qwen3-235B k = 8 T = 3, 4: 3.33 / 3.45, 3.50 / 3.76), loses at 48 (4.06 / 3.78);
+ *   E = 256 (DeepSeek-R1 softmax): ties at 24 (3.58 / 3.58), loses at 32 (3.83 / 3.76);
+ *   E = 512 (Qwen3-Next, k = 10): loses at every T >= 2 (4.26 / 4.06 at T = 2);
+ *   E = 1024 (k = 8): wins up to 32 (4.15 / 4.64, 4.34 / 4.75, 4.48 / 4.91),
+ *     loses at 48 (5.41 / 5.23).
+ * The bound is the largest measured win, taken for the E bucket at and above it. */
+static int64_t mr_tiny_packed_max_n(int64_t E) {
+  if (E <= 64) return 48;
+  if (E <= 128) return 32;
+  if (E <= 256) return 24;
+  if (E <= 512) return 0;
+  return 32;
+}
+
 /* Host: the launch plan, or 0 when the tiny path does not apply. */
 static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* K, size_t* smem) {
   if (mr_cuda_tune.no_tiny) return 0;
   const int wide = mr_tiny_wide_kind(cfg, a);
   const int64_t n = cfg->num_tokens * cfg->top_k;
-  const int64_t max_n = mr_cuda_tune.tiny_max_n > 0 ? mr_cuda_tune.tiny_max_n : MR_TINY_DEFAULT_N;
+  /* what fits; when it pays is mr_cuda_tiny_takes' business */
+  const int64_t max_n = mr_cuda_tune.tiny_max_n > 0 ? mr_cuda_tune.tiny_max_n : (int64_t)MR_TINY_MAX_N;
   if (cfg->num_tokens < 1 || (!wide && n > max_n) || n > (int64_t)MR_TINY_MAX_N || cfg->num_experts > MR_TINY_MAX_E)
-    return 0;
-  /* one SM gates every row: measured to pay (run 5) only while T*E is small;
-   * beyond, the cluster kernel's spread of the gating wins */
-  if (!wide && mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens > 1 &&
-      cfg->num_tokens * cfg->num_experts > MR_TINY_DEFAULT_TE)
     return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
@@ -536,8 +570,7 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
     K->gate_warps = cfg->num_tokens < MR_TINY_WARPS ? (int32_t)cfg->num_tokens : MR_TINY_WARPS;
   }
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
-  if (!wide && mr_cuda_tune.tiny_onepass > 0 && cfg->num_tokens >= 2 && cfg->num_tokens <= 32 &&
-      cfg->unit_size >= cfg->num_tokens) { /* T = 1 has the solo path or the sort from registers */
+  if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
@@ -579,10 +612,13 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
   /* Lab call 16 (v8, dev/runs/run16): T = 1 without peers, barriers or block table
    * (mr_tiny_solo_*) took DeepSeek-R1 softmax from 3.27 to 2.16 us and GPT-OSS-120B
    * from 2.91 to 1.91, 1.6x the chain: every E takes tiny.cu at T = 1. */
-  if (mr_cuda_tune.tiny_max_n <= 0 && cfg->num_tokens > 1) {
-    const int64_t rec = n < cfg->num_experts ? n : cfg->num_experts;
-    if (cfg->num_tokens > MR_TINY_WARPS || rec > 16 || cfg->num_experts > 128) return 0;
-  }
+  /* Lab call 20 replaces these rules by E (mr_tiny_packed_max_n, mr_tiny_onepass_wanted):
+   * T <= 8 (a warp per row, one row each) and T*k within the bound of the E bucket,
+   * or the one-pass finish where it wins. At T = 1, T*k <= 32 (k <= 32). */
+  if (mr_cuda_tune.tiny_max_n > 0) return mr_tiny_plan(cfg, a, &K, &smem);
+  if (cfg->num_tokens == 1) return n <= 32 && mr_tiny_plan(cfg, a, &K, &smem);
+  if (cfg->num_tokens > MR_TINY_WARPS) return 0;
+  if (!mr_tiny_onepass_wanted(cfg) && n > mr_tiny_packed_max_n(cfg->num_experts)) return 0;
   return mr_tiny_plan(cfg, a, &K, &smem);
 }
 

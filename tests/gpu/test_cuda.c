@@ -1858,10 +1858,13 @@ static void group_engine(void) {
 
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
- * mask, moe_buf): tiny.cu's bounds (T <= 8; T = 1 for E > 128, any E; min(T*k, E) <= 16 distinct experts;
- * T*E <= 512; its wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <=
- * 6144), the chain for route without moe_buf (T >= 16384), and the wide gate rows of
- * sigmoid / sqrt_softplus (T <= 256; 512 without groups, k <= 8, E <= 384). */
+ * mask, moe_buf): tiny.cu's bounds (T = 1 for any E; 2 <= T <= 8 within the T*k bound of the E
+ * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
+ * one-pass finish at T <= 3 when 8*T*k < E; its wide form for sigmoid / sqrt_softplus rows:
+ * T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120), the mid sort's
+ * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
+ * without moe_buf (T >= 16384), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
+ * 512 without groups, k <= 8, E <= 384). */
 static void group_thresholds(void) {
   /* shapes only these switches need (not in ENGINE_SHAPES, whose other groups keep
    * their case lists): DeepSeek-R1 sizes with softmax (bench's deepseek-r1-softmax),
@@ -1878,6 +1881,13 @@ static void group_thresholds(void) {
        "sig-e256-g4"},
       {160, 6, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 1, 5, 3, MOEROUTE_GROUP_SCORE_MAX, 1.0f, MOEROUTE_DTYPE_FP16, 2048,
        "ssp-e160-g5"},
+      /* tiny.cu's bounds by E bucket (16-bit softmax rows, no groups) */
+      {64, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
+       "olmoe"},
+      {160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP16, 5120,
+       "sm-e160"},
+      {1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 4096,
+       "sm-e1024"},
   };
   static const struct {
     const char* shape;
@@ -1888,7 +1898,19 @@ static void group_thresholds(void) {
       {"qwen3", 2, 1},            /* 16 entries -> 24 distinct-expert bound (E = 128, k = 8) */
       {"gpt-oss-120b", 4, 0},     /* T*E 512 -> 640 (and 16 -> 20 experts: no engine shape isolates T*E) */
       {"qwen3", 128, 1},          /* T*k 1024 -> 1032 */
-      {"e1024", 24, 0},           /* E * ceil(T*k/32) 6144 -> 7168 */
+      {"e1024", 20, 0},           /* E * ceil(T*k/32) 5120 -> 6144 (the cluster kernel keeps 6144) */
+      {"kimi-k2", 52, 1},         /* (4992 -> 5376: the mid pair from T = 53) */
+      {"olmoe", 6, 0},            /* tiny.cu E <= 64: T*k 48 -> 56 */
+      {"qwen3", 4, 0},            /* E <= 128: 32 -> 40 */
+      {"gpt-oss-120b", 8, 1},     /* (32 -> 36: also T <= 8) */
+      {"gpt-oss-120b", 3, 1},     /* one-pass: 8*T*k 96 < 128 -> 128 (tiny.cu's sorts) */
+      {"sm-e160", 3, 0},          /* one-pass (T*k 18) -> tiny.cu's sorts (24) */
+      {"sm-e160", 4, 1},          /* E <= 256: T*k 24 -> 30 (the pair) */
+      {"ds-softmax", 3, 1},       /* one-pass T <= 3 -> the pair */
+      {"sm-e1024", 3, 1},         /* one-pass -> tiny.cu's sorts (T*k 32) */
+      {"sm-e1024", 4, 0},         /* E > 512: T*k 32 -> 40 (the pair) */
+      {"gpt-oss-120b", 1024, 1},  /* the mid sort: 64 entries per CTA up to T*k = 4096, then 64 CTAs */
+      {"ds-softmax", 1536, 0},    /* with moe_buf: 64 -> 32 routing CTAs above T*k = 12288 */
       {"qwen3", 2047, 1},         /* the segment gate kernel (E <= 256, k <= 8 softmax): 16 lanes from 2048, */
       {"qwen3", 4095, 0},         /* 8 from 4096 (k <= 4: 16 from 1024, 8 from 4096, 4 from 8192) */
       {"gpt-oss-120b", 1023, 0},
@@ -1900,8 +1922,8 @@ static void group_thresholds(void) {
       {"kimi-k2", 512, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
       {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
-      {"ds-softmax", 1, 0},       /* tiny.cu: E > 128 at T = 1 only (T = 2: the pair) */
-      {"qwen3-next", 1, 1},       /* (E = 512, k = 10) */
+      {"ds-softmax", 1, 0},       /* tiny.cu: the solo path at T = 1, the one-pass finish at T = 2 */
+      {"qwen3-next", 1, 1},       /* (E = 512, k = 10: the pair at T = 2) */
       {"e1024", 1, 0},            /* (E = 1024) */
       {"sig-e1024", 256, 0},      /* wide, EPL = 32, E > 384: up to T = 256 */
       {"sig-e512", 256, 1},       /* wide, E = 512 > 384: up to 256 (not 512) */
