@@ -26,9 +26,16 @@ timeout ${BENCH_S:-110} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench r
 LABLOGS=""
 if [ "${WIDE_LAB:-0}" = 1 ]; then
   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1
-  for m in tiny tiny-pk; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; done
-  LABLOGS="wide_lab_tiny.log wide_lab_tiny-pk.log"
+  for m in tiny tiny-pk tiny-1p; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; done
+  LABLOGS="wide_lab_tiny.log wide_lab_tiny-pk.log wide_lab_tiny-1p.log"
 fi
+# optional (VERIFY_SEEDS="2 3"): moeroute verify --count ${VERIFY_COUNT:-800} per seed, in parallel,
+# every backend and path (ctest's cli test runs seed 1 with 200)
+for sd in ${VERIFY_SEEDS:-}; do
+  ( timeout 150 $B/tools/moeroute verify --count ${VERIFY_COUNT:-800} --seed $sd > $O/verify_$sd.log 2>&1; echo "rc=$?" >> $O/verify_$sd.log ) &
+  LABLOGS="$LABLOGS verify_$sd.log"
+done
+wait
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 # the device tool returns about eight files: the small logs travel in one tarball
 # (the plot and its table are redrawn from the CSVs: bench/plot_scaling.py)
@@ -41,6 +48,7 @@ tail -2 $O/test_cuda_large.log
 sed -n '/verdicts/,$p' $O/sanitize.log
 tail -2 $O/bench.err; cut -d, -f1,2,9,10,11,12 $O/h200-decode.csv | head -14
 tail -2 $O/scaling.log; grep -E "\| (1024|16384|65536) \|" $O/h200-scaling.md | head -12
-for f in $LABLOGS; do grep -E "check:|MISMATCH" $O/$f | head -3; sed -n '/kernel metric/,$p' $O/$f; done
+for f in $LABLOGS; do grep -E "check:|MISMATCH|FAIL" $O/$f | head -3; sed -n '/kernel metric/,$p' $O/$f; done
+for sd in ${VERIFY_SEEDS:-}; do echo "verify seed $sd: $(tail -2 $O/verify_$sd.log | tr '\n' ' ')"; done
 cat $O/env.log
 (cd $O && rm -f $LOGS h200-scaling.md h200-scaling.png)

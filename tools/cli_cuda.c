@@ -96,6 +96,7 @@ int gpu_route_alloc(gpu_route* g, const route_case* c, size_t moe_buf_bytes, cha
   if (logits_bytes) GPU_TRY(cudaMemcpy(g->logits, c->logits, logits_bytes, cudaMemcpyHostToDevice));
   if (c->bias) GPU_TRY(cudaMemcpy(g->bias, c->bias, (size_t)E * 4, cudaMemcpyHostToDevice));
   if (c->expert_mask) GPU_TRY(cudaMemcpy(g->expert_mask, c->expert_mask, (size_t)E * 4, cudaMemcpyHostToDevice));
+  GPU_TRY(cudaDeviceSynchronize()); /* as gpu_route_upload_topk: the DMA has landed before any call */
   return 0;
 fail:
   gpu_route_free(g);
@@ -134,6 +135,11 @@ int gpu_route_upload_topk(gpu_route* g, const int32_t* ids, const float* weights
   if (n == 0) return 0;
   GPU_TRY(cudaMemcpy(g->topk_ids, ids, (size_t)n * 4, cudaMemcpyHostToDevice));
   GPU_TRY(cudaMemcpy(g->topk_weights, weights, (size_t)n * 4, cudaMemcpyHostToDevice));
+  /* A pageable cudaMemcpy to the device may return before its DMA lands, and the
+   * calls run on a non-blocking stream, which does not wait for the legacy one:
+   * without this the sort could read the previous ids (results run 15: one cuda:sort
+   * case of verify read the canary, 1 of 3328). */
+  GPU_TRY(cudaDeviceSynchronize());
   return 0;
 fail:
   return -1;

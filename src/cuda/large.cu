@@ -730,6 +730,10 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
  * (Kimi-K2 18.1 / 20.2 at 2048) though not all (DeepSeek-R1 softmax 12.1 / 11.4
  * at 1024). */
 #define MR_L_CHAIN_MIN_T 16384
+/* ... and from T*k = MR_L_CHAIN_MIN_N on (results run 15, kernel metric, no moe_buf,
+ * route / chain): Qwen3-Next (E = 512, k = 10) T = 8192 (81920 entries) 30.15 / 29.35,
+ * T = 4096 19.65 / 20.92; Kimi-K2 (E = 384, k = 8) T = 8192 (65536) 41.40 / 43.15. */
+#define MR_L_CHAIN_MIN_N 81920
 static int mr_l_route_as_chain(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
   if (mr_cuda_large_v1(o->moe_buf_bytes)) return 1;
   if (mr_cuda_tune.general_v1 != 0) return 0;
@@ -737,8 +741,17 @@ static int mr_l_route_as_chain(const mr_config* cfg, const mr_gate_args* a, cons
    * softmax, E <= 256, k <= 8) it is 1.6-2.1x faster than L1's warp per row
    * (lab run 8e, DeepSeek-R1 sizes: gate kernel 2.92 us at T = 4096, 4.46 at
    * 8192, against large.cu's route 17.2 / 21.6 in all) */
-  return cfg->num_tokens >= MR_L_CHAIN_MIN_T || mr_cuda_gate_segmented(cfg, a);
+  return cfg->num_tokens >= MR_L_CHAIN_MIN_T || cfg->num_tokens * cfg->top_k >= MR_L_CHAIN_MIN_N ||
+         mr_cuda_gate_segmented(cfg, a);
 }
+/* The chain in route clears 5/8 of moe_buf in the gate launch (under the gating)
+ * from this size on, else all of it in the sort's last launch, as the plain chain
+ * does. Results run 15 (kernel metric, route with the split / chain without it):
+ * Qwen3-Next 8 MB (T = 2048) 21.85 / 20.85 us, 16 MB 26.05 / 25.84, 32 MB 38.45 /
+ * 38.18, 64 MB 62.39 / 62.35, 128 MB 109.8 / 111.1; from 47 MB on it wins for the
+ * others (GPT-OSS-120B 47 MB 23.52 / 23.95, DeepSeek-R1 softmax and Kimi-K2 58 MB
+ * 27.40 / 28.38 and 42.05 / 42.89). */
+#define MR_L_SPLIT_CLEAR_MIN ((size_t)40 << 20)
 
 extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                                   int32_t* topk_ids, float* topk_weights, void* workspace,
@@ -752,9 +765,10 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
     int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
     float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
     /* moe_buf: the gate launch's first CTAs clear 5/8 of it under the gating,
-     * the sort's last launch the rest beside the placing (perf-log v4) */
+     * the sort's last launch the rest beside the placing (perf-log v4), from
+     * MR_L_SPLIT_CLEAR_MIN bytes on */
     mr_sort_out o2 = *o;
-    size_t first = o->moe_buf_bytes / 8u * 5u;
+    size_t first = o->moe_buf_bytes >= MR_L_SPLIT_CLEAR_MIN ? o->moe_buf_bytes / 8u * 5u : 0u;
     first &= ~(size_t)15u;
     o2.moe_buf = o->moe_buf ? o->moe_buf + first : NULL;
     o2.moe_buf_bytes = o->moe_buf_bytes - first;

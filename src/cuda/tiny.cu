@@ -228,14 +228,14 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
   if (lane == 0) mr_emit_totals(&o, n * U);
 }
 
-/* The one-pass finish (v8 lab variant, mr_cuda_tune.tiny_onepass; not yet measured).
+/* The one-pass finish (v8; the default where mr_tiny_onepass_wanted says, v9).
  * With U >= T every expert that occurs holds one block, so the layout follows from
  * two tables the gating warps fill with shared atomics (order-free: deterministic):
  * pb, a bitmap of the experts present, and tm[e], the tokens that picked e. Behind the
  * barrier after gating, with no further barrier: thread i < n places entry i at
- * U * (present enabled experts below e) + (tokens below t in tm[e]); warp w writes
- * blocks w, w + 8, ...: block b's expert is the b-th set bit of the enabled presence
- * bitmap, its padding the slots from popc(tm[e]) to U. */
+ * U * (present enabled experts below e) + (tokens below t in tm[e]); lane l of warp w
+ * writes the id of block w + 8*l: block b's expert is the b-th set bit of the enabled
+ * presence bitmap, its padding the slots from popc(tm[e]) to U (written by the warp). */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                                 bool has_mask) {
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
@@ -261,20 +261,47 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     }
     if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
   }
-  /* blocks: padding and ids */
+  /* blocks: ids, then padding. Lane l of warp w holds block b = w + 8*l (+ 256 per
+   * round; D <= n <= 128 is one round): its word src, the largest with excl <= b (a
+   * 5-step search over the lanes' prefixes), its expert the (b - excl)-th set bit of
+   * that word (a 5-step popc search), all lanes at once (v9; one block per warp and
+   * round with a serial bit loop before, lab call 20: 1.2 us slower at T = 8). */
 #pragma unroll 1
-  for (uint32_t b = warp; b < D; b += MR_TINY_WARPS) {
-    const uint32_t src = (uint32_t)__ffs(__ballot_sync(MR_FULL_MASK, lane < nwords && excl <= b && b < incl)) - 1u;
+  for (uint32_t base = 0; base < D; base += MR_TINY_THREADS) { /* uniform */
+    const uint32_t b = base + warp + MR_TINY_WARPS * lane;
+    const bool has = b < D;
+    uint32_t src = 0u;
+#pragma unroll
+    for (uint32_t step = 16u; step >= 1u; step >>= 1) {
+      const uint32_t cand = src + step;
+      const uint32_t xc = __shfl_sync(MR_FULL_MASK, excl, (int)(cand & 31u));
+      if (cand < nwords && xc <= b) src = cand;
+    }
     uint32_t wd = __shfl_sync(MR_FULL_MASK, word, (int)src);
-    const uint32_t skip = b - __shfl_sync(MR_FULL_MASK, excl, (int)src);
-    for (uint32_t q = 0; q < skip; ++q) wd &= wd - 1u; /* drop the lower set bits */
-    const uint32_t bit = (uint32_t)__ffs(wd) - 1u, eb = src * 32u + bit;
-    const uint32_t cnt = __popc(tm[eb]);
-    for (uint32_t r = cnt + lane; r < U; r += 32u) mr_emit_pad_slot(&o, b * U + r);
-    if (lane == 0) {
+    uint32_t r = b - __shfl_sync(MR_FULL_MASK, excl, (int)src), bit = 0u; /* r < popc(wd) when has */
+#pragma unroll
+    for (uint32_t width = 16u; width >= 1u; width >>= 1) {
+      const uint32_t c = (uint32_t)__popc(wd & ((1u << width) - 1u));
+      if (r >= c) {
+        r -= c;
+        wd >>= width;
+        bit += width;
+      }
+    }
+    const uint32_t eb = src * 32u + bit;
+    const uint32_t cnt = has ? (uint32_t)__popc(tm[eb]) : U;
+    if (has) {
       const int32_t local = has_mask ? (int32_t)(sm[MR_TINY_PRE + src] + __popc(sm[MR_TINY_BM + src] & ((1u << bit) - 1u)))
                                      : (int32_t)eb;
       mr_emit_block_id(&o, b, local);
+    }
+    /* padding: the warp walks its blocks, slots cnt .. U-1 of each over the lanes */
+    const uint32_t nb = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, has)); /* lanes 0 .. nb-1 */
+#pragma unroll 1
+    for (uint32_t j = 0; j < nb; ++j) {
+      const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
+      const uint32_t bj = base + warp + MR_TINY_WARPS * j;
+      for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
     }
   }
   if (tid == 0) mr_emit_totals(&o, D * U);

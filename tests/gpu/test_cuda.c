@@ -1863,7 +1863,7 @@ static void group_engine(void) {
  * one-pass finish at T <= 3 when 8*T*k < E; its wide form for sigmoid / sqrt_softplus rows:
  * T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
- * without moe_buf (T >= 16384), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
+ * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384). */
 static void group_thresholds(void) {
   /* shapes only these switches need (not in ENGINE_SHAPES, whose other groups keep
@@ -1919,6 +1919,8 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 4096, 0},
       {"kimi-k2", 2048, 1},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
       {"deepseek-r1", 16383, 1},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
+      {"qwen3-next", 8191, 1},    /* ... and from T*k = 81920 (81910 -> 81920) */
+      {"kimi-k2", 2925, 0},       /* route's chain with moe_buf: the 5/8 clear in the gate launch from 40 MB */
       {"kimi-k2", 512, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
       {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
