@@ -29,6 +29,12 @@ if [ "${WIDE_LAB:-0}" = 1 ]; then
   for m in tiny tiny-pk tiny-1p; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; done
   LABLOGS="wide_lab_tiny.log wide_lab_tiny-pk.log wide_lab_tiny-1p.log"
 fi
+# optional (CUDA_CHECK=N): dev/cuda_check, N random configurations with the lab knobs drawn
+if [ "${CUDA_CHECK:-0}" -gt 0 ]; then
+  nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/build.log 2>&1
+  ( timeout 150 $B/cuda_check --configs $CUDA_CHECK --no-time > $O/cuda_check.log 2>&1; echo "rc=$?" >> $O/cuda_check.log ) &
+  LABLOGS="$LABLOGS cuda_check.log"
+fi
 # optional (VERIFY_SEEDS="2 3"): moeroute verify --count ${VERIFY_COUNT:-800} per seed, in parallel,
 # every backend and path (ctest's cli test runs seed 1 with 200)
 for sd in ${VERIFY_SEEDS:-}; do
@@ -50,5 +56,6 @@ tail -2 $O/bench.err; cut -d, -f1,2,9,10,11,12 $O/h200-decode.csv | head -14
 tail -2 $O/scaling.log; grep -E "\| (1024|16384|65536) \|" $O/h200-scaling.md | head -12
 for f in $LABLOGS; do grep -E "check:|MISMATCH|FAIL" $O/$f | head -3; sed -n '/kernel metric/,$p' $O/$f; done
 for sd in ${VERIFY_SEEDS:-}; do echo "verify seed $sd: $(tail -2 $O/verify_$sd.log | tr '\n' ' ')"; done
+[ "${CUDA_CHECK:-0}" -gt 0 ] && tail -3 $O/cuda_check.log
 cat $O/env.log
 (cd $O && rm -f $LOGS h200-scaling.md h200-scaling.png)

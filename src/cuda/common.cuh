@@ -318,8 +318,8 @@ typedef struct mr_cuda_tuning {
                             four warps): 0 = auto (T <= MR_TINY_WIDE_T, T*k <= 32), -1 = never, > 0 = up to this T
                             (T*k <= 128) */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
-                            (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 3 and
-                            8*T*k < E, not 256 < E <= 512: mr_tiny_onepass_wanted), 1 = always, -1 = never */
+                            (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8 and
+                            T*k <= 48, or 64 for E <= 128: mr_tiny_onepass_wanted), 1 = always, -1 = never */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -2,8 +2,9 @@
  * tiny.cu - route in ONE launch for small decode calls (mr_cuda_tiny_takes):
  *   - 16-bit softmax rows at T = 1 (any E; T*k <= 32), or 2 <= T <= 8 within the
  *     T*k bound of the E bucket (mr_tiny_packed_max_n: 48 for E <= 64, 32 for
- *     E <= 128, 24 for E <= 256, none for E <= 512, 32 above), or T <= 3 with
- *     the one-pass finish (mr_tiny_onepass_wanted): a warp per row;
+ *     E <= 128, 24 for E <= 256, none for E <= 512, 32 above), or T <= 8 with
+ *     the one-pass finish (mr_tiny_onepass_wanted: U >= T, T*k <= 48, or 64 for
+ *     E <= 128): a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
  *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: one group of
  *     four warps gates the row (Kimi-K2, grouped DeepSeek-R1 at T = 1; two groups,
@@ -530,25 +531,26 @@ static uint32_t mr_tiny_wide_words(int epl) {
 
 /* The one-pass finish (mr_tiny_onepass) for 16-bit softmax rows: it needs
  * 2 <= T <= 32 and U >= T (T = 1 has the solo path or the sort from registers).
- * Auto (knob tiny_onepass 0), lab call 20 (dev/runs/run20/tiny_1p.log, kernel
- * metric, route with moe_buf, one-pass / tiny.cu's sorts / the default then):
- * it wins at T = 2 (DeepSeek-R1 softmax 3.21 / 3.38 / 3.50 us, GPT-OSS-120B
- * 2.54 / 2.79 / 2.79, E = 1024 3.89 / 4.15 / 4.64) and at T = 3 while the
- * experts are sparse (DeepSeek-R1 softmax 3.52 / 3.58, GPT-OSS-120B 2.91 / 2.97,
- * E = 1024 4.26 / 4.34), and loses where the T*k entries crowd E (OLMoE E = 64
- * T = 2 3.21 / 3.11, T = 3 3.64 / 3.30; Qwen3-235B E = 128 k = 8 T = 3 3.45 /
- * 3.33) and from T = 4 on (DeepSeek-R1 softmax 3.98 / 3.83, T = 8 6.01 / 4.84):
- * T <= 3 and 8 * T*k < E. Qwen3-Next (E = 512, k = 10) keeps the pair, its best
- * (one-pass / default 4.09 / 4.06 at T = 2, 4.43 / 4.34 at T = 3). */
+ * Auto (knob tiny_onepass 0): T <= 8 (a row per gating warp) and T*k <= 48, or
+ * T*k <= 64 for E <= 128. Results run 16 (bench/results/run16/wide_lab_tiny-1p.log,
+ * kernel metric, route with moe_buf; one-pass forced / the default of dce1e02,
+ * which ran the one-pass finish at T <= 3 only): with its blocks lane-parallel it
+ * wins at T = 2 .. 8 for E <= 128 (GPT-OSS-120B T = 4 / 6 / 8 2.86 / 2.98, 3.11 /
+ * 3.31, 3.21 / 3.47 us; Qwen3-235B T = 8 3.85 / 3.94; OLMoE T = 6, 8 3.57 / 4.04, 3.72
+ * / 4.15) and up to T*k = 48 above (DeepSeek-R1 softmax T = 4, 6 3.43 / 3.77, 3.86 /
+ * 4.10; Qwen3-Next T = 2 .. 4 3.76 - 4.01 / 4.05 - 4.52; E = 1024 T = 6 4.99 / 5.25),
+ * and loses at T*k = 60 - 64 for E >= 256 (DeepSeek-R1 softmax T = 8 4.19 / 4.03,
+ * Qwen3-Next T = 6 5.01 / 4.62, E = 1024 T = 8 5.38 / 5.17). Lab call 20 (the serial
+ * block loop) had it winning at T <= 3 only. */
 static int mr_tiny_onepass_wanted(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
   if (T < 2 || T > 32 || cfg->unit_size < T || mr_cuda_tune.tiny_onepass < 0) return 0;
   if (mr_cuda_tune.tiny_onepass > 0) return 1;
-  if (cfg->num_experts > 256 && cfg->num_experts <= 512) return 0; /* Qwen3-Next: 4.09 / 4.06, T = 3 4.43 / 4.34 */
-  return T <= 3 && 8 * n < cfg->num_experts;
+  return T <= MR_TINY_WARPS && (n <= 48 || (cfg->num_experts <= 128 && n <= 64));
 }
 
-/* T*k bound of tiny.cu's own sorts for 16-bit softmax rows at 2 <= T <= 8, by E.
+/* T*k bound of tiny.cu's own sorts for 16-bit softmax rows at 2 <= T <= 8, by E
+ * (where the one-pass finish does not apply: U < T).
  * Lab call 20 (dev/runs/run20/tiny_1p.log, kernel metric, route with moe_buf,
  * tiny.cu forced against the pair of gate kernel + one-launch sort):
  *   E = 64 (OLMoE, k = 8): wins at T*k = 24 - 48 (3.30 / 3.89, 3.46 / 3.87,

@@ -1858,10 +1858,10 @@ static void group_engine(void) {
 
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
- * mask, moe_buf): tiny.cu's bounds (T = 1 for any E; 2 <= T <= 8 within the T*k bound of the E
+ * mask, moe_buf): tiny.cu's bounds (T = 1 for any E; its one-pass finish at 2 <= T <= 8 with
+ * U >= T and T*k <= 48, or 64 for E <= 128; else its own sorts within the T*k bound of the E
  * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
- * one-pass finish at T <= 3 when 8*T*k < E; its wide form for sigmoid / sqrt_softplus rows:
- * T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120), the mid sort's
+ * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384). */
@@ -1893,48 +1893,52 @@ static void group_thresholds(void) {
     const char* shape;
     int64_t T; /* the lower side; the upper is T + 1 */
     int nobuf;
+    int32_t unit; /* > 0: this U instead of the variant's */
   } C[] = {
-      {"mixtral", 8, 0},          /* T <= 8 (E = 8: at most 8 experts either way) */
-      {"qwen3", 2, 1},            /* 16 entries -> 24 distinct-expert bound (E = 128, k = 8) */
-      {"gpt-oss-120b", 4, 0},     /* T*E 512 -> 640 (and 16 -> 20 experts: no engine shape isolates T*E) */
-      {"qwen3", 128, 1},          /* T*k 1024 -> 1032 */
-      {"e1024", 20, 0},           /* E * ceil(T*k/32) 5120 -> 6144 (the cluster kernel keeps 6144) */
-      {"kimi-k2", 52, 1},         /* (4992 -> 5376: the mid pair from T = 53) */
-      {"olmoe", 6, 0},            /* tiny.cu E <= 64: T*k 48 -> 56 */
-      {"qwen3", 4, 0},            /* E <= 128: 32 -> 40 */
-      {"gpt-oss-120b", 8, 1},     /* (32 -> 36: also T <= 8) */
-      {"gpt-oss-120b", 3, 1},     /* one-pass: 8*T*k 96 < 128 -> 128 (tiny.cu's sorts) */
-      {"sm-e160", 3, 0},          /* one-pass (T*k 18) -> tiny.cu's sorts (24) */
-      {"sm-e160", 4, 1},          /* E <= 256: T*k 24 -> 30 (the pair) */
-      {"ds-softmax", 3, 1},       /* one-pass T <= 3 -> the pair */
-      {"sm-e1024", 3, 1},         /* one-pass -> tiny.cu's sorts (T*k 32) */
-      {"sm-e1024", 4, 0},         /* E > 512: T*k 32 -> 40 (the pair) */
-      {"gpt-oss-120b", 1024, 1},  /* the mid sort: 64 entries per CTA up to T*k = 4096, then 64 CTAs */
-      {"ds-softmax", 1536, 0},    /* with moe_buf: 64 -> 32 routing CTAs above T*k = 12288 */
-      {"qwen3", 2047, 1},         /* the segment gate kernel (E <= 256, k <= 8 softmax): 16 lanes from 2048, */
-      {"qwen3", 4095, 0},         /* 8 from 4096 (k <= 4: 16 from 1024, 8 from 4096, 4 from 8192) */
-      {"gpt-oss-120b", 1023, 0},
-      {"gpt-oss-120b", 8191, 1},
-      {"qwen3", 2048, 1},         /* T*k 16384 -> 16392: the mid sort -> the chain (segment gate) / large path */
-      {"gpt-oss-120b", 4096, 0},
-      {"kimi-k2", 2048, 1},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
-      {"deepseek-r1", 16383, 1},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
-      {"qwen3-next", 8191, 1},    /* ... and from T*k = 81920 (81910 -> 81920) */
-      {"kimi-k2", 2925, 0},       /* route's chain with moe_buf: the 5/8 clear in the gate launch from 40 MB */
-      {"kimi-k2", 512, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
-      {"deepseek-r1", 256, 1},    /* grouped selection: up to T = 256 */
-      {"odd-257", 256, 1},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
-      {"ds-softmax", 1, 0},       /* tiny.cu: the solo path at T = 1, the one-pass finish at T = 2 */
-      {"qwen3-next", 1, 1},       /* (E = 512, k = 10: the pair at T = 2) */
-      {"e1024", 1, 0},            /* (E = 1024) */
-      {"sig-e1024", 256, 0},      /* wide, EPL = 32, E > 384: up to T = 256 */
-      {"sig-e512", 256, 1},       /* wide, E = 512 > 384: up to 256 (not 512) */
-      {"sig-e256-g4", 256, 0},    /* wide grouped, 32 lanes per group */
-      {"ssp-e160-g5", 256, 1},    /* wide grouped, five groups of 32 (E = 160: 2 elements per lane and warp) */
-      {"kimi-k2", 1, 0},          /* tiny.cu's wide form (sigmoid / sqrt_softplus rows): T = 1 */
-      {"deepseek-r1", 1, 1},      /* (grouped) */
-      {"sig-e1024", 1, 1},        /* (EPL = 32) */
-      {"ssp-e160-g5", 1, 0},      /* (grouped, five groups; fp16) */
+      {"mixtral", 8, 0, 0},          /* T <= 8 (E = 8: at most 8 experts either way) */
+      {"qwen3", 2, 1, 0},            /* 16 entries -> 24 distinct-expert bound (E = 128, k = 8) */
+      {"gpt-oss-120b", 4, 0, 0},     /* T*E 512 -> 640 (and 16 -> 20 experts: no engine shape isolates T*E) */
+      {"qwen3", 128, 1, 0},          /* T*k 1024 -> 1032 */
+      {"e1024", 20, 0, 0},           /* E * ceil(T*k/32) 5120 -> 6144 (the cluster kernel keeps 6144) */
+      {"kimi-k2", 52, 1, 0},         /* (4992 -> 5376: the mid pair from T = 53) */
+      {"olmoe", 6, 0, 1},         /* tiny.cu's own sorts (U = 1 < T), E <= 64: T*k 48 -> 56 */
+      {"olmoe", 8, 0, 0},            /* the one-pass finish (U >= T), E <= 128: T*k 64, T = 8 -> 9 (the pair) */
+      {"qwen3", 4, 0, 1},         /* own sorts, E <= 128: 32 -> 40 */
+      {"qwen3", 8, 0, 0},            /* one-pass T*k 64 -> T = 9 */
+      {"gpt-oss-120b", 8, 1, 0},     /* one-pass T = 8 -> 9 */
+      {"gpt-oss-120b", 2, 1, 2},  /* U = 2: one-pass at T = 2, own sorts at T = 3 (U < T) */
+      {"sm-e160", 4, 1, 1},       /* own sorts, E <= 256: T*k 24 -> 30 (the pair) */
+      {"sm-e160", 8, 0, 0},          /* one-pass T*k 48 -> T = 9 */
+      {"ds-softmax", 6, 1, 0},       /* one-pass T*k 48 -> 56 (the pair) */
+      {"sm-e1024", 4, 0, 1},      /* own sorts, E > 512: T*k 32 -> 40 */
+      {"sm-e1024", 6, 0, 0},         /* one-pass 48 -> 56 */
+      {"qwen3-next", 4, 1, 0},       /* one-pass 40 -> 50 (the pair) */
+      {"gpt-oss-120b", 1024, 1, 0},  /* the mid sort: 64 entries per CTA up to T*k = 4096, then 64 CTAs */
+      {"ds-softmax", 1536, 0, 0},    /* with moe_buf: 64 -> 32 routing CTAs above T*k = 12288 */
+      {"qwen3", 2047, 1, 0},         /* the segment gate kernel (E <= 256, k <= 8 softmax): 16 lanes from 2048, */
+      {"qwen3", 4095, 0, 0},         /* 8 from 4096 (k <= 4: 16 from 1024, 8 from 4096, 4 from 8192) */
+      {"gpt-oss-120b", 1023, 0, 0},
+      {"gpt-oss-120b", 8191, 1, 0},
+      {"qwen3", 2048, 1, 0},         /* T*k 16384 -> 16392: the mid sort -> the chain (segment gate) / large path */
+      {"gpt-oss-120b", 4096, 0, 0},
+      {"kimi-k2", 2048, 1, 0},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
+      {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
+      {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
+      {"kimi-k2", 2925, 0, 0},       /* route's chain with moe_buf: the 5/8 clear in the gate launch from 40 MB */
+      {"kimi-k2", 512, 0, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
+      {"deepseek-r1", 256, 1, 0},    /* grouped selection: up to T = 256 */
+      {"odd-257", 256, 1, 0},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
+      {"ds-softmax", 1, 0, 0},       /* tiny.cu: the solo path at T = 1, the one-pass finish at T = 2 */
+      {"qwen3-next", 1, 1, 0},       /* (E = 512, k = 10) */
+      {"e1024", 1, 0, 0},            /* (E = 1024) */
+      {"sig-e1024", 256, 0, 0},      /* wide, EPL = 32, E > 384: up to T = 256 */
+      {"sig-e512", 256, 1, 0},       /* wide, E = 512 > 384: up to 256 (not 512) */
+      {"sig-e256-g4", 256, 0, 0},    /* wide grouped, 32 lanes per group */
+      {"ssp-e160-g5", 256, 1, 0},    /* wide grouped, five groups of 32 (E = 160: 2 elements per lane and warp) */
+      {"kimi-k2", 1, 0, 0},          /* tiny.cu's wide form (sigmoid / sqrt_softplus rows): T = 1 */
+      {"deepseek-r1", 1, 1, 0},      /* (grouped) */
+      {"sig-e1024", 1, 1, 0},        /* (EPL = 32) */
+      {"ssp-e160-g5", 1, 0, 0},      /* (grouped, five groups; fp16) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
@@ -1944,6 +1948,7 @@ static void group_thresholds(void) {
       tcase tc;
       engine_config(&tc, shape_in(LOCAL, NUM(LOCAL), C[i].shape), T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
       if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
+      if (C[i].unit > 0) tc.p.unit_size = C[i].unit;
       run_case_timed(&tc, "thresholds", 0);
     }
 }
