@@ -26,8 +26,9 @@ timeout ${BENCH_S:-110} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench r
 LABLOGS=""
 if [ "${WIDE_LAB:-0}" = 1 ]; then
   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1
-  for m in tiny tiny-pk tiny-1p; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; done
-  LABLOGS="wide_lab_tiny.log wide_lab_tiny-pk.log wide_lab_tiny-1p.log"
+  for m in tiny tiny-pk tiny-1p tsort; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; done
+  for t in memcheck racecheck synccheck; do echo "== $t"; timeout 100 compute-sanitizer --tool $t --error-exitcode 9 --print-limit 10 $B/wide_lab --tsort --no-time 2>&1 | tail -4; echo "rc=${PIPESTATUS[0]}"; done > $O/wide_lab_tsort_sanitize.log 2>&1
+  LABLOGS="wide_lab_tiny.log wide_lab_tiny-pk.log wide_lab_tiny-1p.log wide_lab_tsort.log wide_lab_tsort_sanitize.log"
 fi
 # optional (CUDA_CHECK=N): dev/cuda_check, N random configurations with the lab knobs drawn
 if [ "${CUDA_CHECK:-0}" -gt 0 ]; then
@@ -57,5 +58,6 @@ tail -2 $O/scaling.log; grep -E "\| (1024|16384|65536) \|" $O/h200-scaling.md | 
 for f in $LABLOGS; do grep -E "check:|MISMATCH|FAIL" $O/$f | head -3; sed -n '/kernel metric/,$p' $O/$f; done
 for sd in ${VERIFY_SEEDS:-}; do echo "verify seed $sd: $(tail -2 $O/verify_$sd.log | tr '\n' ' ')"; done
 [ "${CUDA_CHECK:-0}" -gt 0 ] && tail -3 $O/cuda_check.log
+[ -f $O/wide_lab_tsort_sanitize.log ] && grep -E "==|SUMMARY|rc=" $O/wide_lab_tsort_sanitize.log
 cat $O/env.log
 (cd $O && rm -f $LOGS h200-scaling.md h200-scaling.png)

@@ -17,8 +17,11 @@
  *    three input kinds, then both timed (kernel metric, moe_buf cleared).
  * --tiny-pk (session 9): the same for 16-bit softmax rows, tiny.cu forced
  *    (tiny_max_n = 32) against the pair (no_tiny), T*k <= 32.
- * --tiny-1p (session 9, not yet run): tiny.cu forced (T*k <= 128) with its sorts
+ * --tiny-1p (session 9): tiny.cu forced (T*k <= 128) with its sorts
  *    against the one-pass finish (mr_cuda_tune.tiny_onepass).
+ * --tsort (session 10): the one-launch sort at decode, the mask-table sort against
+ *    tiny.cu's one-CTA one-pass sort (mr_cuda_tune.tiny_sort), bit for bit (route
+ *    as the pair, sort, sort of corrupted ids) and timed.
  *
  * Build (after cmake --build B):
  *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu B/libmoeroute.a -o B/wide_lab
@@ -183,7 +186,9 @@ static double time_op(Case* c, int knob, int route, cudaStream_t s) {
   cudaGraph_t g;
   CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   for (int i = 0; i < calls; ++i) {
-    const moeroute_status st = route ? moeroute_cuda_route(&c->p, &c->b, s) : moeroute_cuda_gate(&c->p, &c->b, s);
+    const moeroute_status st = route == 2 ? moeroute_cuda_sort(&c->p, &c->b, s)
+                               : route   ? moeroute_cuda_route(&c->p, &c->b, s)
+                                         : moeroute_cuda_gate(&c->p, &c->b, s);
     if (st != MOEROUTE_OK) {
       fprintf(stderr, "timed call: %s\n", moeroute_last_error());
       exit(2);
@@ -196,14 +201,15 @@ static double time_op(Case* c, int knob, int route, cudaStream_t s) {
 
 /* route (the knobs as the caller set them); the outputs to host (o: totals | ids |
  * weights bits | block ids | topk ids | topk weights bits, int32 words; n words) */
+static int g_sort_op; /* route_to_host runs moeroute_cuda_sort on the case's top-k instead */
 static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
   moeroute_sizes z;
   memset(&z, 0, sizeof z);
   moeroute_get_sizes(&c->p, &z);
   CK(cudaMemsetAsync(c->b.sorted_ids, 0xff, 4 * (size_t)z.ck_sorted_len, s));
   CK(cudaMemsetAsync(c->b.sorted_expert_ids, 0xff, 4 * (size_t)z.ck_blocks_len, s));
-  if (moeroute_cuda_route(&c->p, &c->b, s) != MOEROUTE_OK) {
-    fprintf(stderr, "route: %s\n", moeroute_last_error());
+  if ((g_sort_op ? moeroute_cuda_sort(&c->p, &c->b, s) : moeroute_cuda_route(&c->p, &c->b, s)) != MOEROUTE_OK) {
+    fprintf(stderr, "route/sort: %s\n", moeroute_last_error());
     exit(2);
   }
   int32_t nv[2];
@@ -311,6 +317,100 @@ static void set_1p(int v) {
   mr_cuda_tune.tiny_onepass = v == 2 ? 1 : v == 1 ? -1 : 0; /* the default (v = 0) picks by its rule */
 }
 
+/* --tsort (session 10): the one-launch sort at decode, A = the mask-table sort of
+ * sort.cuh (tiny_sort -1), B = tiny.cu's one-CTA one-pass sort (tiny_sort 0, where
+ * it fits: T <= 32, T*k <= 128, U >= T). Checked bit for bit: route as the pair
+ * (no_tiny), sort alone on the route's top-k, and sort alone on corrupted top-k (a
+ * duplicate id in token 0, one id out of range: the one-pass sort's fallback).
+ * Timed: sort alone A / B, route as the pair A / B, route auto (kernel metric). */
+static void set_ts(int v) { mr_cuda_tune.tiny_sort = v == 1 ? -1 : 0; }
+static int sort_ab(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {1, 2, 4, 8, 12, 16};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  const Shape* all[NSH + 6];
+  int ns = 0;
+  for (int i = 0; i < NSH; ++i) all[ns++] = &SH[i];
+  for (int i = 0; i < (int)(sizeof PK / sizeof PK[0]); ++i) all[ns++] = &PK[i];
+  long checks = 0, bad = 0;
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti)
+      for (int kind = 0; kind < 3; ++kind)
+        for (int what = 0; what < 3; ++what) { /* route as the pair, sort, sort of corrupted ids */
+          Case c;
+          make_case(&c, all[si], TS[ti], kind);
+          mr_cuda_tune.no_tiny = 1;
+          moeroute_sizes z;
+          memset(&z, 0, sizeof z);
+          moeroute_get_sizes(&c.p, &z);
+          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+          int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+          if (what > 0) { /* the top-k from one default route, then the sort alone */
+            g_sort_op = 0;
+            route_to_host(&c, a, s);
+            if (what == 2) {
+              const int64_t n = (int64_t)TS[ti] * all[si]->k;
+              int32_t* h = (int32_t*)malloc((size_t)n * 4);
+              CK(cudaMemcpy(h, c.b.topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost));
+              if (n > 1) h[1] = h[0];         /* token 0 names one expert twice (k >= 2) */
+              h[n - 1] = all[si]->E + 5;      /* out of range: dropped */
+              CK(cudaMemcpy(c.b.topk_ids, h, (size_t)n * 4, cudaMemcpyHostToDevice));
+              free(h);
+            }
+            g_sort_op = 1;
+          }
+          set_ts(1);
+          const size_t na = route_to_host(&c, a, s);
+          set_ts(2);
+          const size_t nb = route_to_host(&c, b, s);
+          set_ts(0);
+          g_sort_op = 0;
+          mr_cuda_tune.no_tiny = 0;
+          checks++;
+          if (na != nb || memcmp(a, b, 4 * na)) {
+            bad++;
+            size_t j = 0;
+            while (j < na && a[j] == b[j]) ++j;
+            printf("MISMATCH %s T=%d kind=%d what=%d: words %zu/%zu, first difference at %zu\n", all[si]->name, TS[ti],
+                   kind, what, na, nb, j);
+          }
+          free(a);
+          free(b);
+          free_case(&c);
+        }
+  printf("check: %ld cases, %ld mismatches (A = the mask-table sort | B = tiny.cu's one-pass sort; route as the pair, "
+         "sort, sort of corrupted ids; bits)\n", checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  printf("\nkernel metric, us (moe_buf cleared): sort alone A / B, route as the pair A / B, route auto\n");
+  printf("%-18s %5s %8s %8s %8s %8s %8s\n", "shape", "T", "sortA", "sortB", "pairA", "pairB", "auto");
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      Case c;
+      make_case(&c, all[si], TS[ti], 0);
+      double r[5];
+      g_sort_op = 0;
+      int32_t* tmp = (int32_t*)calloc(1 << 20, 4);
+      route_to_host(&c, tmp, s); /* top-k for the sort */
+      free(tmp);
+      mr_cuda_tune.no_tiny = 1;
+      set_ts(1);
+      r[0] = time_op(&c, 0, 2, s);
+      set_ts(2);
+      r[1] = time_op(&c, 0, 2, s);
+      set_ts(1);
+      r[2] = time_op(&c, 0, 1, s);
+      set_ts(2);
+      r[3] = time_op(&c, 0, 1, s);
+      set_ts(0);
+      mr_cuda_tune.no_tiny = 0;
+      r[4] = time_op(&c, 0, 1, s);
+      printf("%-18s %5d %8.2f %8.2f %8.2f %8.2f %8.2f\n", all[si]->name, TS[ti], r[0], r[1], r[2], r[3], r[4]);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   if (argc > 1 && !strcmp(argv[1], "--tiny"))
@@ -318,6 +418,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tiny-1p"))
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 128, set_1p,
                     "A = tiny.cu forced, its sorts | B = tiny.cu forced, one-pass finish");
+  if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
   if (argc > 1 && !strcmp(argv[1], "--tiny-pk"))
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 32, set_pk, "A = the pair (no tiny.cu) | B = tiny.cu forced");
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");

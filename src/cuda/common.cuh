@@ -317,6 +317,9 @@ typedef struct mr_cuda_tuning {
   int tiny_wide;         /* route of sigmoid / sqrt_softplus rows by tiny.cu with wide gate rows (two groups of
                             four warps): 0 = auto (T <= MR_TINY_WIDE_T, T*k <= 32), -1 = never, > 0 = up to this T
                             (T*k <= 128) */
+  int tiny_sort;         /* the sort entry point and the pair's sort at decode by one CTA in one pass
+                            (tiny.cu, mr_tiny_sort_kernel; T <= 32, T*k <= 128, U >= T): 0 = auto,
+                            -1 = never (the mask-table sort of sort.cuh) */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8 and
                             T*k <= 48, or 64 for E <= 128: mr_tiny_onepass_wanted), 1 = always, -1 = never */
@@ -386,6 +389,9 @@ cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out*
 /* gate.cu: the row can take the wide gate rows (four warps per row), T bound aside. */
 int mr_cuda_gate_wide_shape(const mr_gate_args* a, int kind);
 int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a);
+int mr_cuda_tiny_sort_fits(const mr_config* cfg);
+cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                     const float* topk_weights, cudaStream_t stream);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
 

@@ -188,6 +188,15 @@ static int mr_sort_one_launch(const mr_config* cfg) {
   return !mr_cuda_tune.force_general && mr_cuda_small_sort_fits(cfg);
 }
 
+/* The one-launch sort at decode (the sort entry point and the pair's second launch):
+ * tiny.cu's one-CTA one-pass sort where it fits (T <= 32, T*k <= 128, U >= T), else
+ * the mask-table sort of sort.cuh (8 CTAs). Both need no workspace. */
+static cudaError_t mr_cuda_launch_decode_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                              const float* topk_weights, cudaStream_t s) {
+  if (cfg->num_tokens > 0 && mr_cuda_tiny_sort_fits(cfg)) return mr_cuda_launch_tiny_sort(cfg, o, topk_ids, topk_weights, s);
+  return mr_cuda_launch_small_sort(cfg, o, topk_ids, topk_weights, s);
+}
+
 #define MR_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
 
 /* Bytes of one of route's workspace top-k arrays (ids, then weights): the
@@ -299,7 +308,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    if (err == cudaSuccess) err = mr_cuda_launch_small_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_decode_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
   } else if (mr_route_use_mid(&cfg)) {
     const size_t half = mr_route_topk_half(&cfg);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
@@ -358,7 +367,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err;
   if (mr_sort_one_launch(&cfg))
-    err = mr_cuda_launch_small_sort(&cfg, &so, buffers->topk_ids, wts, s);
+    err = mr_cuda_launch_decode_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else if (!mr_cuda_tune.force_general && mr_cuda_mid_sort_fits(&cfg))
     err = mr_cuda_launch_mid_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else

@@ -248,9 +248,10 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   if (has_mask && lane < nwords) word &= sm[MR_TINY_BM + lane];
   const uint32_t c = __popc(word), incl = mr_warp_incl_scan(c, lane), excl = incl - c;
   const uint32_t D = __shfl_sync(MR_FULL_MASK, incl, 31);
-  /* entries */
-  const bool valid = tid < tk.n;
-  const uint32_t e = valid ? sm[MR_TINY_ENT + 2u * tid] : 0u;
+  /* entries (an id outside [0, E) from the sort entry point is dropped) */
+  const uint32_t e0 = tid < tk.n ? sm[MR_TINY_ENT + 2u * tid] : tk.E;
+  const bool valid = e0 < tk.E;
+  const uint32_t e = valid ? e0 : 0u;
   const uint32_t we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5)), xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
   if (valid && ((we >> (e & 31u)) & 1u)) { /* present and enabled */
     const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
@@ -306,6 +307,119 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     }
   }
   if (tid == 0) mr_emit_totals(&o, D * U);
+}
+
+/* ---- the sort entry point at decode: one CTA, one pass (v9) ----------------------
+ *
+ * topk_ids [T, k] in (T <= 32, T*k <= MR_TINY_MAX_N, U >= T; mr_cuda_tiny_sort_fits):
+ * thread i loads entry i into the entry table and, for an id in [0, E), sets the
+ * expert's presence bit and the token's bit in tm[e] (shared atomics); one barrier;
+ * then mr_tiny_onepass places everything. Its premise, at most one entry per (token,
+ * expert), holds for any gating but not for any input: a token naming one expert
+ * twice finds its bit already set (the atomic's old value) and raises a flag, and
+ * the CTA then takes mr_tiny_sort_generic, slower but exact for any ids. The other
+ * CTAs of the launch clear moe_buf. Replaces the 8-CTA mask-table sort (sort.cuh)
+ * where it fits: one barrier instead of that sort's table build, scan and exchange.
+ */
+/* Any ids, any U (the fallback): thread e counts expert e's entries, warp 0 scans the
+ * blocks, thread i ranks entry i among the earlier entries of its expert. Shared
+ * words at off: start block [E] | count [E]. Dropped: ids outside [0, E), masked. */
+__device__ __forceinline__ void mr_tiny_sort_generic(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t* sm,
+                                                     uint32_t off, bool has_mask) {
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t E = tk.E, n = tk.n, U = tk.U;
+  uint32_t* st = sm + off;
+  uint32_t* ct = st + E;
+#pragma unroll 1
+  for (uint32_t e = tid; e < E; e += MR_TINY_THREADS) {
+    const bool en = !has_mask || ((sm[MR_TINY_BM + (e >> 5)] >> (e & 31u)) & 1u);
+    uint32_t c = 0u;
+    if (en)
+      for (uint32_t i = 0; i < n; ++i) c += sm[MR_TINY_ENT + 2u * i] == e ? 1u : 0u;
+    ct[e] = c;
+    st[e] = mr_udiv(c + U - 1u, U, tk.umagic);
+  }
+  __syncthreads();
+  if (warp == 0) { /* exclusive scan of the blocks: lane l owns a contiguous run of experts */
+    const uint32_t per = (E + 31u) / 32u, a = lane * per, b = min(E, a + per);
+    uint32_t sum = 0u;
+    for (uint32_t e = a; e < b; ++e) sum += st[e];
+    const uint32_t incl = mr_warp_incl_scan(sum, lane);
+    uint32_t run = incl - sum;
+    for (uint32_t e = a; e < b; ++e) {
+      const uint32_t x = st[e];
+      st[e] = run;
+      run += x;
+    }
+    if (lane == 31u) mr_emit_totals(&o, incl * U);
+  }
+  __syncthreads();
+  if (tid < n) {
+    const uint32_t e = sm[MR_TINY_ENT + 2u * tid];
+    if (e < E && ct[e] != 0u) { /* in range and enabled (a masked expert counts 0) */
+      uint32_t rank = 0u;
+      for (uint32_t i = 0; i < tid; ++i) rank += sm[MR_TINY_ENT + 2u * i] == e ? 1u : 0u;
+      const uint32_t pos = st[e] * U + rank;
+      const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
+      if (o.sorted_ids) {
+        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+        if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = sm[MR_TINY_ENT + 2u * tid + 1u];
+      }
+      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
+    }
+  }
+#pragma unroll 1
+  for (uint32_t e = tid; e < E; e += MR_TINY_THREADS) {
+    const uint32_t c = ct[e];
+    if (c == 0u) continue;
+    const uint32_t b0 = st[e], nb = mr_udiv(c + U - 1u, U, tk.umagic);
+    const int32_t local = has_mask ? (int32_t)(sm[MR_TINY_PRE + (e >> 5)] +
+                                              __popc(sm[MR_TINY_BM + (e >> 5)] & ((1u << (e & 31u)) - 1u)))
+                                   : (int32_t)e;
+    for (uint32_t q = c; q < nb * U; ++q) mr_emit_pad_slot(&o, b0 * U + q);
+    for (uint32_t q = 0; q < nb; ++q) mr_emit_block_id(&o, b0 + q, local);
+  }
+}
+
+__global__ void __launch_bounds__(MR_TINY_THREADS, 1)
+    mr_tiny_sort_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_tiny_k tk,
+                        const int32_t* topk_ids, const float* topk_weights) {
+  extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
+  uint32_t* sm = mr_tiny_smem;
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t flag = tk.op_off + 32u + tk.E; /* the duplicate flag, then the fallback's tables */
+  if (blockIdx.x == 0) /* shared memory only: before the wait, under the previous kernel's tail */
+    for (uint32_t w = tid; w <= 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
+  mr_pdl_enter();
+  if (blockIdx.x > 0) { /* clear-only CTAs */
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - 1) * blockDim.x);
+    return;
+  }
+  const bool has_mask = o.expert_mask != NULL;
+  uint32_t id = tk.E, wb = 0u;
+  if (tid < tk.n) { /* loads first, then the zeroing's barrier */
+    const int32_t x = __ldg(topk_ids + tid);
+    id = (uint32_t)x < tk.E ? (uint32_t)x : tk.E; /* out of range: dropped */
+    if (topk_weights) wb = __float_as_uint(__ldg(topk_weights + tid));
+  }
+  __syncthreads();
+  if (tid < tk.n) {
+    sm[MR_TINY_ENT + 2u * tid] = id;
+    sm[MR_TINY_ENT + 2u * tid + 1u] = wb;
+    if (id < tk.E) {
+      const uint32_t t = (tid * tk.kmagic) >> 20;
+      atomicOr(sm + tk.op_off + id / 32u, 1u << (id & 31u));
+      const uint32_t old = atomicOr(sm + tk.op_off + 32u + id, 1u << t);
+      if ((old >> t) & 1u) sm[flag] = 1u; /* this token named id twice */
+    }
+  }
+  if (warp == MR_TINY_WARPS - 1u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane); /* no entries */
+  __syncthreads();
+  if (sm[flag] == 0u)
+    mr_tiny_onepass(o, tk, sm, has_mask);
+  else
+    mr_tiny_sort_generic(o, tk, sm, flag + 1u, has_mask);
 }
 
 /* Step 1 of the wide form: group q (warps 4q .. 4q+3) gates rows q, q + ng, ...
@@ -703,4 +817,48 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
   MR_FOR_EACH_GATE_SPEC(MR_TINY_CASE)
 #undef MR_TINY_CASE
   return cudaErrorInvalidConfiguration;
+}
+
+/* ---- the sort entry point at decode (mr_tiny_sort_kernel) ---- */
+static int mr_tiny_sort_plan(const mr_config* cfg, mr_tiny_k* K, size_t* smem) {
+  const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
+  if (mr_cuda_tune.tiny_sort < 0 || T < 1 || T > 32 || n > (int64_t)MR_TINY_MAX_N || cfg->unit_size < T ||
+      cfg->num_experts > MR_TINY_MAX_E)
+    return 0;
+  memset(K, 0, sizeof *K);
+  K->n = (uint32_t)n;
+  K->k = (uint32_t)cfg->top_k;
+  K->kmagic = ((1u << 20) + K->k - 1u) / K->k;
+  K->U = (uint32_t)cfg->unit_size;
+  K->umagic = K->U <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + K->U - 1u) / K->U);
+  K->T = (uint32_t)T;
+  K->E = (uint32_t)cfg->num_experts;
+  K->nw = (K->n + 31u) / 32u;
+  K->onepass = 1u;
+  K->op_off = MR_TINY_TBL;
+  /* presence [32] | token masks [E] | flag [1] | the fallback's start [E] and count [E] */
+  const uint32_t words = K->op_off + 32u + 1u + 3u * K->E;
+  if (words > MR_TINY_SMEM_BYTES / 4u) return 0;
+  *smem = (size_t)words * 4u;
+  return 1;
+}
+
+extern "C" int mr_cuda_tiny_sort_fits(const mr_config* cfg) {
+  mr_tiny_k K;
+  size_t smem;
+  return mr_tiny_sort_plan(cfg, &K, &smem);
+}
+
+extern "C" cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                                const float* topk_weights, cudaStream_t stream) {
+  mr_tiny_k K;
+  size_t smem;
+  if (!mr_tiny_sort_plan(cfg, &K, &smem)) return cudaErrorInvalidConfiguration;
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)(1 + clear), MR_TINY_THREADS, smem, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_sort_kernel, *o, K, topk_ids, topk_weights));
+  return cudaSuccess;
 }

@@ -1861,7 +1861,8 @@ static void group_engine(void) {
  * mask, moe_buf): tiny.cu's bounds (T = 1 for any E; its one-pass finish at 2 <= T <= 8 with
  * U >= T and T*k <= 48, or 64 for E <= 128; else its own sorts within the T*k bound of the E
  * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
- * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120), the mid sort's
+ * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120;
+ * tiny.cu's one-pass sort for T <= 32, T*k <= 128, U >= T), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384). */
@@ -1913,6 +1914,10 @@ static void group_thresholds(void) {
       {"sm-e1024", 4, 0, 1},      /* own sorts, E > 512: T*k 32 -> 40 */
       {"sm-e1024", 6, 0, 0},         /* one-pass 48 -> 56 */
       {"qwen3-next", 4, 1, 0},       /* one-pass 40 -> 50 (the pair) */
+      {"ds-softmax", 16, 1, 0},      /* the decode sort: tiny.cu's one-pass sort up to T*k = 128 (-> 136) */
+      {"kimi-k2", 16, 0, 0},         /* (the pair: T*k 128 -> 136) */
+      {"mixtral", 32, 1, 0},         /* (T <= 32) */
+      {"deepseek-r1", 2, 0, 2},      /* (U >= T: U = 2, T = 2 -> 3) */
       {"gpt-oss-120b", 1024, 1, 0},  /* the mid sort: 64 entries per CTA up to T*k = 4096, then 64 CTAs */
       {"ds-softmax", 1536, 0, 0},    /* with moe_buf: 64 -> 32 routing CTAs above T*k = 12288 */
       {"qwen3", 2047, 1, 0},         /* the segment gate kernel (E <= 256, k <= 8 softmax): 16 lanes from 2048, */
