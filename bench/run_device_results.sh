@@ -28,7 +28,11 @@ if [ "${WIDE_LAB:-0}" = 1 ]; then
   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1
   LABLOGS=""
   for m in ${WIDE_MODES:-tiny tiny-pk tiny-1p tsort}; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; LABLOGS="$LABLOGS wide_lab_$m.log"; done
-  for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do echo "== $t"; timeout 100 compute-sanitizer --tool $t --error-exitcode 9 --print-limit 10 $B/wide_lab --tsort --no-time 2>&1 | tail -4; echo "rc=${PIPESTATUS[0]}"; done > $O/wide_lab_tsort_sanitize.log 2>&1
+  for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do
+    ( timeout ${TSORT_S:-100} compute-sanitizer --tool $t --error-exitcode 9 --print-limit 10 $B/wide_lab --tsort --no-time > $O/ts_$t.txt 2>&1; echo "rc=$?" >> $O/ts_$t.txt ) &
+  done
+  wait
+  for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do echo "== $t"; tail -4 $O/ts_$t.txt; rm -f $O/ts_$t.txt; done > $O/wide_lab_tsort_sanitize.log 2>&1
   LABLOGS="$LABLOGS wide_lab_tsort_sanitize.log"
 fi
 # optional (CUDA_CHECK=N): dev/cuda_check, N random configurations with the lab knobs drawn
