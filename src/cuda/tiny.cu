@@ -684,6 +684,19 @@ static int64_t mr_tiny_packed_max_n(int64_t E) {
   return 32;
 }
 
+/* The shape fields of a plan (the route's and the sort's); the rest zero. */
+static void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
+  memset(K, 0, sizeof *K);
+  K->n = (uint32_t)(cfg->num_tokens * cfg->top_k);
+  K->k = (uint32_t)cfg->top_k;
+  K->kmagic = ((1u << 20) + K->k - 1u) / K->k;
+  K->U = (uint32_t)cfg->unit_size;
+  K->umagic = K->U <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + K->U - 1u) / K->U);
+  K->T = (uint32_t)cfg->num_tokens;
+  K->E = (uint32_t)cfg->num_experts;
+  K->nw = (K->n + 31u) / 32u;
+}
+
 /* Host: the launch plan, or 0 when the tiny path does not apply. */
 static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* K, size_t* smem) {
   if (mr_cuda_tune.no_tiny) return 0;
@@ -693,15 +706,7 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
   const int64_t max_n = mr_cuda_tune.tiny_max_n > 0 ? mr_cuda_tune.tiny_max_n : (int64_t)MR_TINY_MAX_N;
   if (cfg->num_tokens < 1 || (!wide && n > max_n) || n > (int64_t)MR_TINY_MAX_N || cfg->num_experts > MR_TINY_MAX_E)
     return 0;
-  memset(K, 0, sizeof *K);
-  K->n = (uint32_t)n;
-  K->k = (uint32_t)cfg->top_k;
-  K->kmagic = ((1u << 20) + K->k - 1u) / K->k;
-  K->U = (uint32_t)cfg->unit_size;
-  K->umagic = K->U <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + K->U - 1u) / K->U);
-  K->T = (uint32_t)cfg->num_tokens;
-  K->E = (uint32_t)cfg->num_experts;
-  K->nw = (K->n + 31u) / 32u;
+  mr_tiny_k_init(cfg, K);
   K->scratch_off = (MR_TINY_TBL + (K->n > 32u ? K->E * K->nw : 0u) + 3u) & ~3u;
   if (K->scratch_off > MR_TINY_SMEM_BYTES / 4u) return 0;
   if (wide) { /* a group of four warps per row, two groups */
@@ -825,15 +830,7 @@ static int mr_tiny_sort_plan(const mr_config* cfg, mr_tiny_k* K, size_t* smem) {
   if (mr_cuda_tune.tiny_sort < 0 || T < 1 || T > 32 || n > (int64_t)MR_TINY_MAX_N || cfg->unit_size < T ||
       cfg->num_experts > MR_TINY_MAX_E)
     return 0;
-  memset(K, 0, sizeof *K);
-  K->n = (uint32_t)n;
-  K->k = (uint32_t)cfg->top_k;
-  K->kmagic = ((1u << 20) + K->k - 1u) / K->k;
-  K->U = (uint32_t)cfg->unit_size;
-  K->umagic = K->U <= 1u ? 0u : (uint32_t)((((uint64_t)1 << 32) + K->U - 1u) / K->U);
-  K->T = (uint32_t)T;
-  K->E = (uint32_t)cfg->num_experts;
-  K->nw = (K->n + 31u) / 32u;
+  mr_tiny_k_init(cfg, K);
   K->onepass = 1u;
   K->op_off = MR_TINY_TBL;
   /* presence [32] | token masks [E] | flag [1] | the fallback's start [E] and count [E] */
