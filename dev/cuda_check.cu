@@ -220,7 +220,7 @@ static void gen_case(Case* c) {
   c->tune.no_tiny = urand() < 0.2;
   static const int Ws[] = {0, 0, -1, 4, 8}; /* tiny.cu's wide form: auto, never, up to T = 4 / 8 (T*k <= 128) */
   c->tune.tiny_wide = pick(Ws, 5);
-  c->tune.tiny_sort = -(int)irand(2); /* the decode sort: tiny.cu's one-pass sort (auto) or the mask-table sort */
+  c->tune.tiny_sort = irand(2); /* the decode sort: tiny.cu's one-pass sort (1) or the mask-table sort (0) */
   c->tune.tiny_onepass = irand(3) - 1; /* tiny.cu's one-pass finish: never / auto / wherever it applies (U >= T >= 2) */
   c->tune.decode_pdl = irand(3) - 1; /* PDL off / auto / on (the run twice checks back-to-back calls) */
 }

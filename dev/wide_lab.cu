@@ -318,12 +318,12 @@ static void set_1p(int v) {
 }
 
 /* --tsort (session 10): the one-launch sort at decode, A = the mask-table sort of
- * sort.cuh (tiny_sort -1), B = tiny.cu's one-CTA one-pass sort (tiny_sort 0, where
+ * sort.cuh (tiny_sort -1), B = tiny.cu's one-CTA one-pass sort (tiny_sort 1, where
  * it fits: T <= 32, T*k <= 128, U >= T). Checked bit for bit: route as the pair
  * (no_tiny), sort alone on the route's top-k, and sort alone on corrupted top-k (a
  * duplicate id in token 0, one id out of range: the one-pass sort's fallback).
  * Timed: sort alone A / B, route as the pair A / B, route auto (kernel metric). */
-static void set_ts(int v) { mr_cuda_tune.tiny_sort = v == 1 ? -1 : 0; }
+static void set_ts(int v) { mr_cuda_tune.tiny_sort = v == 1 ? -1 : v == 2 ? 1 : 0; }
 static int sort_ab(void) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

@@ -318,8 +318,9 @@ typedef struct mr_cuda_tuning {
                             four warps): 0 = auto (T <= MR_TINY_WIDE_T, T*k <= 32), -1 = never, > 0 = up to this T
                             (T*k <= 128) */
   int tiny_sort;         /* the sort entry point and the pair's sort at decode by one CTA in one pass
-                            (tiny.cu, mr_tiny_sort_kernel; T <= 32, T*k <= 128, U >= T): 0 = auto,
-                            -1 = never (the mask-table sort of sort.cuh) */
+                            (tiny.cu, mr_tiny_sort_kernel; T <= 32, T*k <= 128, U >= T): 1 = where it
+                            fits; 0 (default) and -1 = never, the mask-table sort of sort.cuh (the
+                            kernel has not run on a GPU yet) */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8 and
                             T*k <= 48, or 64 for E <= 128: mr_tiny_onepass_wanted), 1 = always, -1 = never */

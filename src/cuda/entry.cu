@@ -189,8 +189,9 @@ static int mr_sort_one_launch(const mr_config* cfg) {
 }
 
 /* The one-launch sort at decode (the sort entry point and the pair's second launch):
- * tiny.cu's one-CTA one-pass sort where it fits (T <= 32, T*k <= 128, U >= T), else
- * the mask-table sort of sort.cuh (8 CTAs). Both need no workspace. */
+ * tiny.cu's one-CTA one-pass sort where the lab knob tiny_sort = 1 enables it and it
+ * fits (T <= 32, T*k <= 128, U >= T; not yet run on a GPU), else the mask-table sort
+ * of sort.cuh (8 CTAs). Neither needs workspace. */
 static cudaError_t mr_cuda_launch_decode_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                               const float* topk_weights, cudaStream_t s) {
   if (cfg->num_tokens > 0 && mr_cuda_tiny_sort_fits(cfg)) return mr_cuda_launch_tiny_sort(cfg, o, topk_ids, topk_weights, s);

@@ -237,6 +237,7 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
  * U * (present enabled experts below e) + (tokens below t in tm[e]); lane l of warp w
  * writes the id of block w + 8*l: block b's expert is the b-th set bit of the enabled
  * presence bitmap, its padding the slots from popc(tm[e]) to U (written by the warp). */
+template <bool FROM_IDS = false> /* entries from a caller's top-k (mr_tiny_sort_kernel): ids outside [0, E) */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                                 bool has_mask) {
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
@@ -248,10 +249,13 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   if (has_mask && lane < nwords) word &= sm[MR_TINY_BM + lane];
   const uint32_t c = __popc(word), incl = mr_warp_incl_scan(c, lane), excl = incl - c;
   const uint32_t D = __shfl_sync(MR_FULL_MASK, incl, 31);
-  /* entries (an id outside [0, E) from the sort entry point is dropped) */
-  const uint32_t e0 = tid < tk.n ? sm[MR_TINY_ENT + 2u * tid] : tk.E;
-  const bool valid = e0 < tk.E;
-  const uint32_t e = valid ? e0 : 0u;
+  /* entries (FROM_IDS: an id outside [0, E), stored as E, is dropped; gating gives none) */
+  bool valid = tid < tk.n;
+  uint32_t e = valid ? sm[MR_TINY_ENT + 2u * tid] : 0u;
+  if (FROM_IDS && e >= tk.E) {
+    valid = false;
+    e = 0u;
+  }
   const uint32_t we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5)), xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
   if (valid && ((we >> (e & 31u)) & 1u)) { /* present and enabled */
     const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
@@ -318,8 +322,10 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
  * expert), holds for any gating but not for any input: a token naming one expert
  * twice finds its bit already set (the atomic's old value) and raises a flag, and
  * the CTA then takes mr_tiny_sort_generic, slower but exact for any ids. The other
- * CTAs of the launch clear moe_buf. Replaces the 8-CTA mask-table sort (sort.cuh)
- * where it fits: one barrier instead of that sort's table build, scan and exchange.
+ * CTAs of the launch clear moe_buf. Meant to replace the 8-CTA mask-table sort
+ * (sort.cuh) where it fits: one barrier instead of that sort's table build, scan and
+ * exchange. NOT YET RUN ON A GPU: behind the lab knob mr_cuda_tune.tiny_sort = 1,
+ * default off (the session that wrote it had no device time left).
  */
 /* Any ids, any U (the fallback): thread e counts expert e's entries, warp 0 scans the
  * blocks, thread i ranks entry i among the earlier entries of its expert. Shared
@@ -417,7 +423,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   if (warp == MR_TINY_WARPS - 1u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane); /* no entries */
   __syncthreads();
   if (sm[flag] == 0u)
-    mr_tiny_onepass(o, tk, sm, has_mask);
+    mr_tiny_onepass<true>(o, tk, sm, has_mask);
   else
     mr_tiny_sort_generic(o, tk, sm, flag + 1u, has_mask);
 }
@@ -827,7 +833,9 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
 /* ---- the sort entry point at decode (mr_tiny_sort_kernel) ---- */
 static int mr_tiny_sort_plan(const mr_config* cfg, mr_tiny_k* K, size_t* smem) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
-  if (mr_cuda_tune.tiny_sort < 0 || T < 1 || T > 32 || n > (int64_t)MR_TINY_MAX_N || cfg->unit_size < T ||
+  /* off by default: written in session 10 after its last device call, never run on a GPU
+   * (dev/lab_run22.sh checks and times it) */
+  if (mr_cuda_tune.tiny_sort <= 0 || T < 1 || T > 32 || n > (int64_t)MR_TINY_MAX_N || cfg->unit_size < T ||
       cfg->num_experts > MR_TINY_MAX_E)
     return 0;
   mr_tiny_k_init(cfg, K);

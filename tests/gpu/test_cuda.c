@@ -1862,7 +1862,7 @@ static void group_engine(void) {
  * U >= T and T*k <= 48, or 64 for E <= 128; else its own sorts within the T*k bound of the E
  * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
  * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120;
- * tiny.cu's one-pass sort for T <= 32, T*k <= 128, U >= T), the mid sort's
+ * tiny.cu's one-pass sort for T <= 32, T*k <= 128, U >= T under the lab knob tiny_sort, default off), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384). */
@@ -1914,7 +1914,7 @@ static void group_thresholds(void) {
       {"sm-e1024", 4, 0, 1},      /* own sorts, E > 512: T*k 32 -> 40 */
       {"sm-e1024", 6, 0, 0},         /* one-pass 48 -> 56 */
       {"qwen3-next", 4, 1, 0},       /* one-pass 40 -> 50 (the pair) */
-      {"ds-softmax", 16, 1, 0},      /* the decode sort: tiny.cu's one-pass sort up to T*k = 128 (-> 136) */
+      {"ds-softmax", 16, 1, 0},      /* the decode sort: tiny.cu's one-pass sort (knob) up to T*k = 128 (-> 136) */
       {"kimi-k2", 16, 0, 0},         /* (the pair: T*k 128 -> 136) */
       {"mixtral", 32, 1, 0},         /* (T <= 32) */
       {"deepseek-r1", 2, 0, 2},      /* (U >= T: U = 2, T = 2 -> 3) */
