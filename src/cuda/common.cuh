@@ -322,7 +322,7 @@ typedef struct mr_cuda_tuning {
                             fits; 0 (default) and -1 = never, the mask-table sort of sort.cuh (the
                             kernel has not run on a GPU yet) */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
-                            (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8 and
+                            (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8, E >= 16 and
                             T*k <= 48, or 64 for E <= 128: mr_tiny_onepass_wanted), 1 = always, -1 = never */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;

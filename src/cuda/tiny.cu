@@ -3,8 +3,8 @@
  *   - 16-bit softmax rows at T = 1 (any E; T*k <= 32), or 2 <= T <= 8 within the
  *     T*k bound of the E bucket (mr_tiny_packed_max_n: 48 for E <= 64, 32 for
  *     E <= 128, 24 for E <= 256, none for E <= 512, 32 above), or T <= 8 with
- *     the one-pass finish (mr_tiny_onepass_wanted: U >= T, T*k <= 48, or 64 for
- *     E <= 128): a warp per row;
+ *     the one-pass finish (mr_tiny_onepass_wanted: U >= T, E >= 16, T*k <= 48, or
+ *     64 for E <= 128): a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
  *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: one group of
  *     four warps gates the row (Kimi-K2, grouped DeepSeek-R1 at T = 1; two groups,
@@ -661,12 +661,17 @@ static uint32_t mr_tiny_wide_words(int epl) {
  * 4.10; Qwen3-Next T = 2 .. 4 3.76 - 4.01 / 4.05 - 4.52; E = 1024 T = 6 4.99 / 5.25),
  * and loses at T*k = 60 - 64 for E >= 256 (DeepSeek-R1 softmax T = 8 4.19 / 4.03,
  * Qwen3-Next T = 6 5.01 / 4.62, E = 1024 T = 8 5.38 / 5.17). Lab call 20 (the serial
- * block loop) had it winning at T <= 3 only. */
+ * block loop) had it winning at T <= 3 only. E < 16: tiny.cu's own sorts, which
+ * results runs 13, 15 and 16 measured 2.58 - 2.61 us (T = 2) and 2.63 - 2.67 (T = 4)
+ * for Mixtral (E = 8, k = 2), against 2.71 / 2.74 with the one-pass finish in run 17
+ * (its fixed ten-step block search costs more than the one-warp sort of a few
+ * entries; DBRX, E = 16: 2.74 against 2.66 - 2.70 at T = 2, even at 4, 2.96 against
+ * 3.11 - 3.15 at 8, so it keeps the one-pass finish). */
 static int mr_tiny_onepass_wanted(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
   if (T < 2 || T > 32 || cfg->unit_size < T || mr_cuda_tune.tiny_onepass < 0) return 0;
   if (mr_cuda_tune.tiny_onepass > 0) return 1;
-  return T <= MR_TINY_WARPS && (n <= 48 || (cfg->num_experts <= 128 && n <= 64));
+  return T <= MR_TINY_WARPS && cfg->num_experts >= 16 && (n <= 48 || (cfg->num_experts <= 128 && n <= 64));
 }
 
 /* T*k bound of tiny.cu's own sorts for 16-bit softmax rows at 2 <= T <= 8, by E

@@ -1859,7 +1859,8 @@ static void group_engine(void) {
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
  * mask, moe_buf): tiny.cu's bounds (T = 1 for any E; its one-pass finish at 2 <= T <= 8 with
- * U >= T and T*k <= 48, or 64 for E <= 128; else its own sorts within the T*k bound of the E
+ * U >= T, E >= 16 (Mixtral's E = 8 keeps tiny.cu's own sorts: the engine shapes cover it) and
+ * T*k <= 48, or 64 for E <= 128; else its own sorts within the T*k bound of the E
  * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
  * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120;
  * tiny.cu's one-pass sort for T <= 32, T*k <= 128, U >= T under the lab knob tiny_sort, default off), the mid sort's
