@@ -730,9 +730,11 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
  * (Kimi-K2 18.1 / 20.2 at 2048) though not all (DeepSeek-R1 softmax 12.1 / 11.4
  * at 1024). */
 #define MR_L_CHAIN_MIN_T 16384
-/* ... and from T*k = MR_L_CHAIN_MIN_N on (results run 15, kernel metric, no moe_buf,
- * route / chain): Qwen3-Next (E = 512, k = 10) T = 8192 (81920 entries) 30.15 / 29.35,
- * T = 4096 19.65 / 20.92; Kimi-K2 (E = 384, k = 8) T = 8192 (65536) 41.40 / 43.15. */
+/* ... and from T*k = MR_L_CHAIN_MIN_N on for 16-bit softmax rows (results run 15, kernel
+ * metric, no moe_buf, route / chain): Qwen3-Next (E = 512, k = 10, bf16) T = 8192 (81920
+ * entries) 30.15 / 29.35, T = 4096 19.65 / 20.92. Not for the fp32-key kinds: Kimi-K2
+ * (E = 384, k = 8) measured large.cu faster on both sides of that size, T = 8192 (65536)
+ * 41.40 / 43.15 and T = 16384 72.3 / 74.0 (run 6). */
 #define MR_L_CHAIN_MIN_N 81920
 static int mr_l_route_as_chain(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
   if (mr_cuda_large_v1(o->moe_buf_bytes)) return 1;
@@ -741,7 +743,8 @@ static int mr_l_route_as_chain(const mr_config* cfg, const mr_gate_args* a, cons
    * softmax, E <= 256, k <= 8) it is 1.6-2.1x faster than L1's warp per row
    * (lab run 8e, DeepSeek-R1 sizes: gate kernel 2.92 us at T = 4096, 4.46 at
    * 8192, against large.cu's route 17.2 / 21.6 in all) */
-  return cfg->num_tokens >= MR_L_CHAIN_MIN_T || cfg->num_tokens * cfg->top_k >= MR_L_CHAIN_MIN_N ||
+  return cfg->num_tokens >= MR_L_CHAIN_MIN_T ||
+         (cfg->num_tokens * cfg->top_k >= MR_L_CHAIN_MIN_N && mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED) ||
          mr_cuda_gate_segmented(cfg, a);
 }
 /* The chain in route clears 5/8 of moe_buf in the gate launch (under the gating)

@@ -417,7 +417,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
       const uint32_t t = (tid * tk.kmagic) >> 20;
       atomicOr(sm + tk.op_off + id / 32u, 1u << (id & 31u));
       const uint32_t old = atomicOr(sm + tk.op_off + 32u + id, 1u << t);
-      if ((old >> t) & 1u) sm[flag] = 1u; /* this token named id twice */
+      if ((old >> t) & 1u) atomicOr(sm + flag, 1u); /* this token named id twice */
     }
   }
   if (warp == MR_TINY_WARPS - 1u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane); /* no entries */

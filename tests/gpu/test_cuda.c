@@ -1894,12 +1894,12 @@ static void group_thresholds(void) {
   static const struct {
     const char* shape;
     int64_t T; /* the lower side; the upper is T + 1 */
-    int nobuf;
+    int nobuf;    /* 1: no moe_buf; 2: moe_buf [T, model_dim] bf16 without the 16 MB cap */
     int32_t unit; /* > 0: this U instead of the variant's */
   } C[] = {
       {"mixtral", 8, 0, 0},          /* T <= 8 (E = 8: at most 8 experts either way) */
-      {"qwen3", 2, 1, 0},            /* 16 entries -> 24 distinct-expert bound (E = 128, k = 8) */
-      {"gpt-oss-120b", 4, 0, 0},     /* T*E 512 -> 640 (and 16 -> 20 experts: no engine shape isolates T*E) */
+      {"qwen3", 2, 1, 0},            /* (one-pass on both sides, U = 64; was the distinct-expert bound) */
+      {"gpt-oss-120b", 4, 0, 0},     /* (one-pass on both sides, U = 16; was the T*E bound) */
       {"qwen3", 128, 1, 0},          /* T*k 1024 -> 1032 */
       {"e1024", 20, 0, 0},           /* E * ceil(T*k/32) 5120 -> 6144 (the cluster kernel keeps 6144) */
       {"kimi-k2", 52, 1, 0},         /* (4992 -> 5376: the mid pair from T = 53) */
@@ -1907,19 +1907,19 @@ static void group_thresholds(void) {
       {"olmoe", 8, 0, 0},            /* the one-pass finish (U >= T), E <= 128: T*k 64, T = 8 -> 9 (the pair) */
       {"qwen3", 4, 0, 1},         /* own sorts, E <= 128: 32 -> 40 */
       {"qwen3", 8, 0, 0},            /* one-pass T*k 64 -> T = 9 */
-      {"gpt-oss-120b", 8, 1, 0},     /* one-pass T = 8 -> 9 */
+      {"gpt-oss-120b", 8, 1, 32},    /* one-pass T = 8 -> 9 (the pair) */
       {"gpt-oss-120b", 2, 1, 2},  /* U = 2: one-pass at T = 2, own sorts at T = 3 (U < T) */
       {"sm-e160", 4, 1, 1},       /* own sorts, E <= 256: T*k 24 -> 30 (the pair) */
       {"sm-e160", 8, 0, 0},          /* one-pass T*k 48 -> T = 9 */
       {"ds-softmax", 6, 1, 0},       /* one-pass T*k 48 -> 56 (the pair) */
       {"sm-e1024", 4, 0, 1},      /* own sorts, E > 512: T*k 32 -> 40 */
-      {"sm-e1024", 6, 0, 0},         /* one-pass 48 -> 56 */
+      {"sm-e1024", 6, 0, 32},        /* one-pass 48 -> 56 (the pair) */
       {"qwen3-next", 4, 1, 0},       /* one-pass 40 -> 50 (the pair) */
       {"ds-softmax", 16, 1, 0},      /* the decode sort: tiny.cu's one-pass sort (knob) up to T*k = 128 (-> 136) */
       {"kimi-k2", 16, 0, 0},         /* (the pair: T*k 128 -> 136) */
-      {"mixtral", 32, 1, 0},         /* (T <= 32) */
+      {"mixtral", 32, 1, 32},        /* (T <= 32; U = 32) */
       {"deepseek-r1", 2, 0, 2},      /* (U >= T: U = 2, T = 2 -> 3) */
-      {"gpt-oss-120b", 1024, 1, 0},  /* the mid sort: 64 entries per CTA up to T*k = 4096, then 64 CTAs */
+      {"gpt-oss-120b", 1024, 1, 0},  /* the mid sort: 64 entries per CTA up to T*k = 4096, then 64 CTAs (the cap) */
       {"ds-softmax", 1536, 0, 0},    /* with moe_buf: 64 -> 32 routing CTAs above T*k = 12288 */
       {"qwen3", 2047, 1, 0},         /* the segment gate kernel (E <= 256, k <= 8 softmax): 16 lanes from 2048, */
       {"qwen3", 4095, 0, 0},         /* 8 from 4096 (k <= 4: 16 from 1024, 8 from 4096, 4 from 8192) */
@@ -1930,7 +1930,8 @@ static void group_thresholds(void) {
       {"kimi-k2", 2048, 1, 0},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
       {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
       {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
-      {"kimi-k2", 2925, 0, 0},       /* route's chain with moe_buf: the 5/8 clear in the gate launch from 40 MB */
+      {"kimi-k2", 2925, 2, 0},       /* route's chain with moe_buf: the 5/8 clear in the gate launch from 40 MB
+                                        (nobuf = 2: moe_buf [T, 7168] bf16 uncapped, 41.93 -> 41.95 MB) */
       {"kimi-k2", 512, 0, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
       {"deepseek-r1", 256, 1, 0},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1, 0},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
@@ -1953,7 +1954,8 @@ static void group_thresholds(void) {
       if (too_large(T)) continue;
       tcase tc;
       engine_config(&tc, shape_in(LOCAL, NUM(LOCAL), C[i].shape), T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
-      if (C[i].nobuf) tc.p.moe_buf_bytes = 0;
+      if (C[i].nobuf == 1) tc.p.moe_buf_bytes = 0;
+      if (C[i].nobuf == 2) tc.p.moe_buf_bytes = (size_t)T * (size_t)shape_in(LOCAL, NUM(LOCAL), C[i].shape)->model_dim * 2;
       if (C[i].unit > 0) tc.p.unit_size = C[i].unit;
       run_case_timed(&tc, "thresholds", 0);
     }
