@@ -61,6 +61,8 @@
  * with 64, Kimi-K2 18.88 against 19.94). mr_cuda_launch_mid_sort. */
 #define MR_MID_SHARE 64
 #define MR_MID_MAX_CTAS 64
+#define MR_MID_BUF_MIN_N 12288 /* with moe_buf above this many entries: MR_MID_BUF_CTAS */
+#define MR_MID_BUF_CTAS 32
 #define MR_MID_MAX_ENTRIES 16384
 #define MR_MID_NONE 0xffffffffu
 
@@ -264,7 +266,7 @@ extern "C" cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_so
   const int64_t n = cfg->num_tokens * cfg->top_k;
   int64_t r = (n + MR_MID_SHARE - 1) / MR_MID_SHARE;
   if (r > MR_MID_MAX_CTAS) r = MR_MID_MAX_CTAS;
-  if (o->moe_buf_bytes > 0 && n > 12288) r = 32;
+  if (o->moe_buf_bytes > 0 && n > MR_MID_BUF_MIN_N) r = MR_MID_BUF_CTAS;
   if (mr_cuda_tune.mid_share > 0) r = (n + mr_cuda_tune.mid_share - 1) / mr_cuda_tune.mid_share;
   const size_t E = (size_t)cfg->num_experts;
   const int64_t rw = (int64_t)mr_mid_rank_warps((uint32_t)E);
