@@ -82,6 +82,18 @@ typedef struct mr_tiny_k {
   uint32_t op_off;        /* its word offset: presence bitmap [32] | token mask per expert [E] */
 } mr_tiny_k;
 
+/* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
+ * (contract: bit-exact). t by tiny.cu's 20-bit reciprocal of k (i < 128). */
+__device__ __forceinline__ void mr_tiny_put_entry(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t pos, uint32_t i,
+                                                  uint32_t wbits) {
+  const uint32_t t = (i * tk.kmagic) >> 20, slot = i - t * tk.k;
+  if (o.sorted_ids) {
+    o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+    if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wbits;
+  }
+  if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
+}
+
 /* A leader's rows of the block table: blocks start .. start + blocks - 1 of
  * expert `local` holding cnt entries (U per block, the rest in the last). */
 __device__ __forceinline__ void mr_tiny_blocks(uint32_t* sm, uint32_t start, uint32_t blocks, uint32_t cnt, uint32_t U,
@@ -174,15 +186,7 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
         total += bj;
       }
     }
-    if (en) {
-      const uint32_t pos = start * U + rank;
-      const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
-      if (o.sorted_ids) {
-        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-        if (o.sorted_weights) o.sorted_weights[pos] = __uint_as_float(sm[MR_TINY_ENT + 2u * tid + 1u]);
-      }
-      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
-    }
+    if (en) mr_tiny_put_entry(o, tk, start * U + rank, tid, sm[MR_TINY_ENT + 2u * tid + 1u]);
     mr_tiny_blocks(sm, start, blocks, cnt, U, local);
     if (tid == 0) {
       *nblk = total;
@@ -258,14 +262,9 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   }
   const uint32_t we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5)), xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
   if (valid && ((we >> (e & 31u)) & 1u)) { /* present and enabled */
-    const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
+    const uint32_t t = (tid * tk.kmagic) >> 20;
     const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
-    const uint32_t pos = start * U + __popc(tm[e] & ((1u << t) - 1u));
-    if (o.sorted_ids) {
-      o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-      if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = sm[MR_TINY_ENT + 2u * tid + 1u];
-    }
-    if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
+    mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[MR_TINY_ENT + 2u * tid + 1u]);
   }
   /* blocks: ids, then padding. Lane l of warp w holds block b = w + 8*l (+ 256 per
    * round; D <= n <= 128 is one round): its word src, the largest with excl <= b (a
@@ -365,13 +364,7 @@ __device__ __forceinline__ void mr_tiny_sort_generic(const mr_sort_out& o, const
     if (e < E && ct[e] != 0u) { /* in range and enabled (a masked expert counts 0) */
       uint32_t rank = 0u;
       for (uint32_t i = 0; i < tid; ++i) rank += sm[MR_TINY_ENT + 2u * i] == e ? 1u : 0u;
-      const uint32_t pos = st[e] * U + rank;
-      const uint32_t t = (tid * tk.kmagic) >> 20, slot = tid - t * tk.k;
-      if (o.sorted_ids) {
-        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-        if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = sm[MR_TINY_ENT + 2u * tid + 1u];
-      }
-      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)tid;
+      mr_tiny_put_entry(o, tk, st[e] * U + rank, tid, sm[MR_TINY_ENT + 2u * tid + 1u]);
     }
   }
 #pragma unroll 1
@@ -612,15 +605,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
         total += bj;
       }
     }
-    if (en) {
-      const uint32_t pos = start * U + rank;
-      const uint32_t t = (lane * tk.kmagic) >> 20, slot = lane - t * tk.k;
-      if (o.sorted_ids) {
-        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-        if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wb;
-      }
-      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)lane;
-    }
+    if (en) mr_tiny_put_entry(o, tk, start * U + rank, lane, wb);
     if (leader) mr_tiny_blocks(sm, start, blocks, cnt, U, local);
     if (lane == 0) {
       s_nblk = total;
