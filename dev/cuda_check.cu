@@ -222,6 +222,8 @@ static void gen_case(Case* c) {
   c->tune.tiny_wide = pick(Ws, 5);
   c->tune.tiny_sort = irand(2); /* the decode sort: tiny.cu's one-pass sort (1) or the mask-table sort (0) */
   c->tune.tiny_onepass = irand(3) - 1; /* tiny.cu's one-pass finish: never / auto / wherever it applies (U >= T >= 2) */
+  static const int Rt[] = {0, 0, 1, 2, 4, 8};
+  c->tune.tiny_ctas = pick(Rt, 6); /* CTAs writing the one-pass layout */
   c->tune.decode_pdl = irand(3) - 1; /* PDL off / auto / on (the run twice checks back-to-back calls) */
 }
 

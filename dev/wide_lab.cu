@@ -19,6 +19,8 @@
  *    (tiny_max_n = 32) against the pair (no_tiny), T*k <= 32.
  * --tiny-1p (session 9): tiny.cu forced (T*k <= 128) with its sorts
  *    against the one-pass finish (mr_cuda_tune.tiny_onepass).
+ * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
+ *    sort alone and route by tiny.cu, checked bit for bit and timed.
  * --tsort (session 10): the one-launch sort at decode, the mask-table sort against
  *    tiny.cu's one-CTA one-pass sort (mr_cuda_tune.tiny_sort), bit for bit (route
  *    as the pair, sort, sort of corrupted ids) and timed.
@@ -411,6 +413,129 @@ static int sort_ab(void) {
   return bad ? 1 : 0;
 }
 
+/* --spread (session 11): the one-pass layout written by R = 1, 2, 4, 8 CTAs
+ * (mr_cuda_tune.tiny_ctas; each CTA loads / gates every entry alike and writes the
+ * blocks b with b % R == its index). Lab call 22: the one-CTA sort grew ~0.13 us per
+ * token of k = 8 from T = 1 to 16. Checked bit for bit: the sort alone (route's top-k
+ * and corrupted top-k) with R = 1, 2, 4, 8 against the mask-table sort; for 16-bit
+ * softmax rows, route by tiny.cu (forced, one-pass finish) with R = 2, 4, 8 against
+ * R = 1 and R = 1 against the pair. Timed (kernel metric, moe_buf cleared): the sort
+ * alone A (mask table) and B with each R, route as the pair with A / B (R = 4),
+ * route by tiny.cu with each R (16-bit softmax rows), route auto. */
+static void set_sp(int ts, int ctas, int tiny) { /* tiny: 0 auto, 1 never, 2 forced with the one-pass finish */
+  mr_cuda_tune.tiny_sort = ts;
+  mr_cuda_tune.tiny_ctas = ctas;
+  mr_cuda_tune.no_tiny = tiny == 1;
+  mr_cuda_tune.tiny_max_n = tiny == 2 ? 128 : 0;
+  mr_cuda_tune.tiny_onepass = tiny == 2 ? 1 : 0;
+}
+static int spread(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {2, 4, 8, 12, 16};
+  static const int RS[] = {1, 2, 4, 8};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  const Shape* all[NSH + 6];
+  int ns = 0, npk = (int)(sizeof PK / sizeof PK[0]);
+  for (int i = 0; i < NSH; ++i) all[ns++] = &SH[i];
+  for (int i = 0; i < npk; ++i) all[ns++] = &PK[i];
+  long checks = 0, bad = 0;
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti)
+      for (int kind = 0; kind < 3; ++kind)
+        for (int what = 0; what < 3; ++what) { /* route by tiny.cu, sort, sort of corrupted ids */
+          const bool pk = si >= NSH;
+          if (what == 0 && !pk) continue;
+          Case c;
+          make_case(&c, all[si], TS[ti], kind);
+          moeroute_sizes z;
+          memset(&z, 0, sizeof z);
+          moeroute_get_sizes(&c.p, &z);
+          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+          int32_t *ref = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+          if (what > 0) {
+            set_sp(0, 0, 1);
+            g_sort_op = 0;
+            route_to_host(&c, ref, s);
+            if (what == 2) {
+              const int64_t n = (int64_t)TS[ti] * all[si]->k;
+              int32_t* h = (int32_t*)malloc((size_t)n * 4);
+              CK(cudaMemcpy(h, c.b.topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost));
+              if (n > 1) h[1] = h[0];
+              h[n - 1] = all[si]->E + 5;
+              CK(cudaMemcpy(c.b.topk_ids, h, (size_t)n * 4, cudaMemcpyHostToDevice));
+              free(h);
+            }
+            g_sort_op = 1;
+            set_sp(-1, 0, 1); /* reference: the mask-table sort */
+          } else {
+            set_sp(-1, 0, 1); /* reference: the pair */
+          }
+          const size_t nr = route_to_host(&c, ref, s);
+          for (int ri = 0; ri < 4; ++ri) {
+            if (what == 0)
+              set_sp(-1, RS[ri], 2);
+            else
+              set_sp(1, RS[ri], 1);
+            const size_t nb = route_to_host(&c, b, s);
+            checks++;
+            if (nr != nb || memcmp(ref, b, 4 * nr)) {
+              bad++;
+              size_t j = 0;
+              while (j < nr && ref[j] == b[j]) ++j;
+              printf("MISMATCH %s T=%d kind=%d what=%d R=%d: words %zu/%zu, first difference at %zu\n", all[si]->name,
+                     TS[ti], kind, what, RS[ri], nr, nb, j);
+            }
+          }
+          set_sp(0, 0, 0);
+          g_sort_op = 0;
+          free(ref);
+          free(b);
+          free_case(&c);
+        }
+  printf("check: %ld cases, %ld mismatches (one-pass layout by R = 1, 2, 4, 8 CTAs against the mask-table sort / the "
+         "pair; bits)\n", checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  printf("\nkernel metric, us (moe_buf cleared): sort alone A (mask table) / B by R CTAs; route as the pair with A / B "
+         "(R = 4); route by tiny.cu with R CTAs (16-bit softmax rows); route auto\n");
+  printf("%-18s %3s %6s %6s %6s %6s %6s | %6s %6s | %6s %6s %6s %6s | %6s\n", "shape", "T", "sA", "sB1", "sB2", "sB4",
+         "sB8", "pairA", "pairB4", "t1", "t2", "t4", "t8", "auto");
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      const bool pk = si >= NSH;
+      Case c;
+      make_case(&c, all[si], TS[ti], 0);
+      g_sort_op = 0;
+      set_sp(0, 0, 1);
+      int32_t* tmp = (int32_t*)calloc(1 << 20, 4);
+      route_to_host(&c, tmp, s); /* top-k for the sort */
+      free(tmp);
+      double r[12];
+      set_sp(-1, 0, 1);
+      r[0] = time_op(&c, 0, 2, s);
+      for (int ri = 0; ri < 4; ++ri) {
+        set_sp(1, RS[ri], 1);
+        r[1 + ri] = time_op(&c, 0, 2, s);
+      }
+      set_sp(-1, 0, 1);
+      r[5] = time_op(&c, 0, 1, s);
+      set_sp(1, 4, 1);
+      r[6] = time_op(&c, 0, 1, s);
+      for (int ri = 0; ri < 4; ++ri) {
+        r[7 + ri] = -1.0;
+        if (!pk) continue;
+        set_sp(-1, RS[ri], 2);
+        r[7 + ri] = time_op(&c, 0, 1, s);
+      }
+      set_sp(0, 0, 0);
+      r[11] = time_op(&c, 0, 1, s);
+      printf("%-18s %3d %6.2f %6.2f %6.2f %6.2f %6.2f | %6.2f %6.2f | %6.2f %6.2f %6.2f %6.2f | %6.2f\n",
+             all[si]->name, TS[ti], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   if (argc > 1 && !strcmp(argv[1], "--tiny"))
@@ -419,6 +544,7 @@ int main(int argc, char** argv) {
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 128, set_1p,
                     "A = tiny.cu forced, its sorts | B = tiny.cu forced, one-pass finish");
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
+  if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tiny-pk"))
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 32, set_pk, "A = the pair (no tiny.cu) | B = tiny.cu forced");
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");

@@ -80,6 +80,8 @@ typedef struct mr_tiny_k {
   int32_t gate_warps;     /* gating warps, or groups of four warps in the wide form */
   uint32_t onepass;       /* mr_tiny_onepass (lab knob tiny_onepass): U >= T, T <= 32, E <= 1024 */
   uint32_t op_off;        /* its word offset: presence bitmap [32] | token mask per expert [E] */
+  uint32_t ctas_log2;     /* log2 of the CTAs that write the one-pass layout (1, 2, 4, 8; knob tiny_ctas): each
+                             builds the same tables and writes the blocks b with b % ctas == its index */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -246,6 +248,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
                                                 bool has_mask) {
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t U = tk.U, nwords = (tk.E + 31u) / 32u;
+  const uint32_t cta = blockIdx.x, rl = tk.ctas_log2; /* this CTA's blocks: b % 2^rl == cta */
   const uint32_t* pb = sm + tk.op_off;
   const uint32_t* tm = pb + 32;
   /* lane l: word l of the enabled presence bitmap and its exclusive prefix count */
@@ -261,9 +264,9 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     e = 0u;
   }
   const uint32_t we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5)), xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
-  if (valid && ((we >> (e & 31u)) & 1u)) { /* present and enabled */
+  const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
+  if (valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta) { /* present, enabled, ours */
     const uint32_t t = (tid * tk.kmagic) >> 20;
-    const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
     mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[MR_TINY_ENT + 2u * tid + 1u]);
   }
   /* blocks: ids, then padding. Lane l of warp w holds block b = w + 8*l (+ 256 per
@@ -272,8 +275,8 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
    * that word (a 5-step popc search), all lanes at once (v9; one block per warp and
    * round with a serial bit loop before, lab call 20: 1.2 us slower at T = 8). */
 #pragma unroll 1
-  for (uint32_t base = 0; base < D; base += MR_TINY_THREADS) { /* uniform */
-    const uint32_t b = base + warp + MR_TINY_WARPS * lane;
+  for (uint32_t base = 0; (base << rl) + cta < D; base += MR_TINY_THREADS) { /* uniform */
+    const uint32_t b = ((base + warp + MR_TINY_WARPS * lane) << rl) | cta;
     const bool has = b < D;
     uint32_t src = 0u;
 #pragma unroll
@@ -305,11 +308,11 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
 #pragma unroll 1
     for (uint32_t j = 0; j < nb; ++j) {
       const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
-      const uint32_t bj = base + warp + MR_TINY_WARPS * j;
+      const uint32_t bj = ((base + warp + MR_TINY_WARPS * j) << rl) | cta;
       for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
     }
   }
-  if (tid == 0) mr_emit_totals(&o, D * U);
+  if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
 }
 
 /* ---- the sort entry point at decode: one CTA, one pass (v9) ----------------------
@@ -387,12 +390,13 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   uint32_t* sm = mr_tiny_smem;
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t flag = tk.op_off + 32u + tk.E; /* the duplicate flag, then the fallback's tables */
-  if (blockIdx.x == 0) /* shared memory only: before the wait, under the previous kernel's tail */
+  const uint32_t ctas = 1u << tk.ctas_log2;
+  if (blockIdx.x < ctas) /* shared memory only: before the wait, under the previous kernel's tail */
     for (uint32_t w = tid; w <= 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
   mr_pdl_enter();
-  if (blockIdx.x > 0) { /* clear-only CTAs */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - 1) * blockDim.x);
+  if (blockIdx.x >= ctas) { /* clear-only CTAs */
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - ctas) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - ctas) * blockDim.x);
     return;
   }
   const bool has_mask = o.expert_mask != NULL;
@@ -417,7 +421,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   __syncthreads();
   if (sm[flag] == 0u)
     mr_tiny_onepass<true>(o, tk, sm, has_mask);
-  else
+  else if (blockIdx.x == 0) /* the fallback by CTA 0 alone */
     mr_tiny_sort_generic(o, tk, sm, flag + 1u, has_mask);
 }
 
@@ -476,10 +480,16 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
   mr_pdl_enter();
-  if (blockIdx.x > 0) { /* clear-only CTAs */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - 1) * blockDim.x);
+  /* ONEPASS: 2^ctas_log2 CTAs gate every row alike and split the layout's writes */
+  const uint32_t ctas = ONEPASS ? 1u << tk.ctas_log2 : 1u;
+  if (blockIdx.x >= ctas) { /* clear-only CTAs */
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - ctas) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - ctas) * blockDim.x);
     return;
+  }
+  if (ONEPASS && blockIdx.x > 0) { /* the top-k by CTA 0 alone */
+    topk_ids = NULL;
+    topk_weights = NULL;
   }
   MR_STAMP(0);
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
@@ -680,6 +690,16 @@ static int64_t mr_tiny_packed_max_n(int64_t E) {
   return 32;
 }
 
+/* CTAs that write the one-pass layout (log2): knob tiny_ctas (1, 2, 4, 8), else 1.
+ * Why more than one: one SM writes the layout at about one slot per cycle (the sort
+ * alone by one CTA grew ~0.13 us per token of k = 8 from T = 1 to 16, lab call 22;
+ * the mask-table sort splits its writes over 8 CTAs, dev/cuda-notes.md run 2). */
+static uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
+  (void)cfg;
+  const int c = mr_cuda_tune.tiny_ctas;
+  return c >= 8 ? 3u : c >= 4 ? 2u : c >= 2 ? 1u : 0u;
+}
+
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
 static void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
   memset(K, 0, sizeof *K);
@@ -716,6 +736,7 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
+    K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
     if (words > MR_TINY_SMEM_BYTES / 4u) return 0;
@@ -772,7 +793,8 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
   mr_gate_p g = *g0;
   if (WIDE && KIND == MR_KIND_GROUPED) g.group_reg_lanes = g.group_size / (EPL / MR_WIDE_WARPS); /* as gate.cu */
   const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
-  cudaLaunchConfig_t lc = mr_launch_config((unsigned)(1 + clear), MR_TINY_THREADS, smem, stream);
+  const unsigned ctas = ONEPASS ? 1u << K->ctas_log2 : 1u;
+  cudaLaunchConfig_t lc = mr_launch_config(ctas + (unsigned)clear, MR_TINY_THREADS, smem, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
@@ -830,6 +852,7 @@ static int mr_tiny_sort_plan(const mr_config* cfg, mr_tiny_k* K, size_t* smem) {
     return 0;
   mr_tiny_k_init(cfg, K);
   K->onepass = 1u;
+  K->ctas_log2 = mr_tiny_ctas_log2(cfg);
   K->op_off = MR_TINY_TBL;
   /* presence [32] | token masks [E] | flag [1] | the fallback's start [E] and count [E] */
   const uint32_t words = K->op_off + 32u + 1u + 3u * K->E;
@@ -850,7 +873,7 @@ extern "C" cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_s
   size_t smem;
   if (!mr_tiny_sort_plan(cfg, &K, &smem)) return cudaErrorInvalidConfiguration;
   const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
-  cudaLaunchConfig_t lc = mr_launch_config((unsigned)(1 + clear), MR_TINY_THREADS, smem, stream);
+  cudaLaunchConfig_t lc = mr_launch_config((1u << K.ctas_log2) + (unsigned)clear, MR_TINY_THREADS, smem, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
