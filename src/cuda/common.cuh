@@ -317,12 +317,12 @@ typedef struct mr_cuda_tuning {
   int tiny_wide;         /* route of sigmoid / sqrt_softplus rows by tiny.cu with wide gate rows (two groups of
                             four warps): 0 = auto (T <= MR_TINY_WIDE_T, T*k <= 32), -1 = never, > 0 = up to this T
                             (T*k <= 128) */
-  int tiny_sort;         /* the sort entry point and the pair's sort at decode by one CTA in one pass
-                            (tiny.cu, mr_tiny_sort_kernel; T <= 32, T*k <= 128, U >= T): 1 = where it
-                            fits; 0 (default) and -1 = never, the mask-table sort of sort.cuh (the
-                            kernel has not run on a GPU yet) */
+  int tiny_sort;         /* the sort entry point and the pair's sort at decode in one pass (tiny.cu,
+                            mr_tiny_sort_kernel; T <= 32, T*k <= 256, U >= T): 0 (default) and 1 = where it
+                            fits, -1 = never (the mask-table sort of sort.cuh) */
   int tiny_ctas;         /* CTAs writing tiny.cu's one-pass layout (route and sort; each gates / loads every
-                            entry alike and writes 1/ctas of the blocks): 0 = auto, 1 / 2 / 4 / 8 */
+                            entry alike and writes 1/ctas of the blocks): 0 = auto (4 up to T*k = 32, else 8),
+                            1 / 2 / 4 / 8 */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8, E >= 16 and
                             T*k <= 48, or 64 for E <= 128: mr_tiny_onepass_wanted), 1 = always, -1 = never */

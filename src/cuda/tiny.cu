@@ -48,6 +48,8 @@
 #define MR_TINY_SMEM_BYTES (48 * 1024 - 64) /* dynamic; 48 KB less room for the static s_nblk */
 /* T*k bound of this kernel; above 32 entries the sort takes the multi-warp form */
 #define MR_TINY_MAX_N 128u
+/* T*k bound of the sort kernel (mr_tiny_sort_kernel): one entry per thread */
+#define MR_TINY_SORT_MAX_N 256u
 /* T bound of the wide form (auto); lab knob mr_cuda_tune.tiny_wide. Lab call 13
  * (dev/runs/run13/tiny_wide.log, kernel metric, route, pair / tiny wide): T = 1
  * wins for all seven shapes (Kimi-K2 4.49 / 4.20 us, grouped DeepSeek-R1 4.42 /
@@ -80,6 +82,8 @@ typedef struct mr_tiny_k {
   int32_t gate_warps;     /* gating warps, or groups of four warps in the wide form */
   uint32_t onepass;       /* mr_tiny_onepass (lab knob tiny_onepass): U >= T, T <= 32, E <= 1024 */
   uint32_t op_off;        /* its word offset: presence bitmap [32] | token mask per expert [E] */
+  uint32_t ent_off;       /* word offset of the entry table read by the one-pass finish and the fallback: MR_TINY_ENT
+                             (route), MR_TINY_TBL (the sort: up to 256 entries) */
   uint32_t ctas_log2;     /* log2 of the CTAs that write the one-pass layout (1, 2, 4, 8; knob tiny_ctas): each
                              builds the same tables and writes the blocks b with b % ctas == its index */
 } mr_tiny_k;
@@ -258,7 +262,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   const uint32_t D = __shfl_sync(MR_FULL_MASK, incl, 31);
   /* entries (FROM_IDS: an id outside [0, E), stored as E, is dropped; gating gives none) */
   bool valid = tid < tk.n;
-  uint32_t e = valid ? sm[MR_TINY_ENT + 2u * tid] : 0u;
+  uint32_t e = valid ? sm[tk.ent_off + 2u * tid] : 0u;
   if (FROM_IDS && e >= tk.E) {
     valid = false;
     e = 0u;
@@ -267,10 +271,10 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
   if (valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta) { /* present, enabled, ours */
     const uint32_t t = (tid * tk.kmagic) >> 20;
-    mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[MR_TINY_ENT + 2u * tid + 1u]);
+    mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[tk.ent_off + 2u * tid + 1u]);
   }
   /* blocks: ids, then padding. Lane l of warp w holds block b = w + 8*l (+ 256 per
-   * round; D <= n <= 128 is one round): its word src, the largest with excl <= b (a
+   * round of each of the ctas CTAs; D <= n <= 256): its word src, the largest with excl <= b (a
    * 5-step search over the lanes' prefixes), its expert the (b - excl)-th set bit of
    * that word (a 5-step popc search), all lanes at once (v9; one block per warp and
    * round with a serial bit loop before, lab call 20: 1.2 us slower at T = 8). */
@@ -315,19 +319,19 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
 }
 
-/* ---- the sort entry point at decode: one CTA, one pass (v9) ----------------------
+/* ---- the sort entry point at decode: one pass (v9, v10) -------------------------
  *
- * topk_ids [T, k] in (T <= 32, T*k <= MR_TINY_MAX_N, U >= T; mr_cuda_tiny_sort_fits):
+ * topk_ids [T, k] in (T <= 32, T*k <= MR_TINY_SORT_MAX_N, U >= T; mr_cuda_tiny_sort_fits):
  * thread i loads entry i into the entry table and, for an id in [0, E), sets the
  * expert's presence bit and the token's bit in tm[e] (shared atomics); one barrier;
- * then mr_tiny_onepass places everything. Its premise, at most one entry per (token,
- * expert), holds for any gating but not for any input: a token naming one expert
- * twice finds its bit already set (the atomic's old value) and raises a flag, and
- * the CTA then takes mr_tiny_sort_generic, slower but exact for any ids. The other
- * CTAs of the launch clear moe_buf. Meant to replace the 8-CTA mask-table sort
- * (sort.cuh) where it fits: one barrier instead of that sort's table build, scan and
- * exchange. NOT YET RUN ON A GPU: behind the lab knob mr_cuda_tune.tiny_sort = 1,
- * default off (the session that wrote it had no device time left).
+ * then mr_tiny_onepass places everything, each of the 2^ctas_log2 routing CTAs its
+ * share of the blocks. Its premise, at most one entry per (token, expert), holds for
+ * any gating but not for any input: a token naming one expert twice finds its bit
+ * already set (the atomic's old value) and raises a flag, and CTA 0 then takes
+ * mr_tiny_sort_generic, slower but exact for any ids. The other CTAs of the launch
+ * clear moe_buf. The default decode sort where it fits (lab calls 22 and 23: 1.6 -
+ * 1.9 us at T = 1 - 16 with 8 CTAs, against 1.8 - 4.5 for the 8-CTA mask-table sort
+ * of sort.cuh, whose table build, scan and exchange it skips).
  */
 /* Any ids, any U (the fallback): thread e counts expert e's entries, warp 0 scans the
  * blocks, thread i ranks entry i among the earlier entries of its expert. Shared
@@ -343,7 +347,7 @@ __device__ __forceinline__ void mr_tiny_sort_generic(const mr_sort_out& o, const
     const bool en = !has_mask || ((sm[MR_TINY_BM + (e >> 5)] >> (e & 31u)) & 1u);
     uint32_t c = 0u;
     if (en)
-      for (uint32_t i = 0; i < n; ++i) c += sm[MR_TINY_ENT + 2u * i] == e ? 1u : 0u;
+      for (uint32_t i = 0; i < n; ++i) c += sm[tk.ent_off + 2u * i] == e ? 1u : 0u;
     ct[e] = c;
     st[e] = mr_udiv(c + U - 1u, U, tk.umagic);
   }
@@ -363,11 +367,11 @@ __device__ __forceinline__ void mr_tiny_sort_generic(const mr_sort_out& o, const
   }
   __syncthreads();
   if (tid < n) {
-    const uint32_t e = sm[MR_TINY_ENT + 2u * tid];
+    const uint32_t e = sm[tk.ent_off + 2u * tid];
     if (e < E && ct[e] != 0u) { /* in range and enabled (a masked expert counts 0) */
       uint32_t rank = 0u;
-      for (uint32_t i = 0; i < tid; ++i) rank += sm[MR_TINY_ENT + 2u * i] == e ? 1u : 0u;
-      mr_tiny_put_entry(o, tk, st[e] * U + rank, tid, sm[MR_TINY_ENT + 2u * tid + 1u]);
+      for (uint32_t i = 0; i < tid; ++i) rank += sm[tk.ent_off + 2u * i] == e ? 1u : 0u;
+      mr_tiny_put_entry(o, tk, st[e] * U + rank, tid, sm[tk.ent_off + 2u * tid + 1u]);
     }
   }
 #pragma unroll 1
@@ -408,8 +412,8 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   }
   __syncthreads();
   if (tid < tk.n) {
-    sm[MR_TINY_ENT + 2u * tid] = id;
-    sm[MR_TINY_ENT + 2u * tid + 1u] = wb;
+    sm[tk.ent_off + 2u * tid] = id;
+    sm[tk.ent_off + 2u * tid + 1u] = wb;
     if (id < tk.E) {
       const uint32_t t = (tid * tk.kmagic) >> 20;
       atomicOr(sm + tk.op_off + id / 32u, 1u << (id & 31u));
@@ -479,9 +483,18 @@ template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS>
 __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
-  mr_pdl_enter();
+  extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
+  uint32_t* sm = mr_tiny_smem;
   /* ONEPASS: 2^ctas_log2 CTAs gate every row alike and split the layout's writes */
   const uint32_t ctas = ONEPASS ? 1u << tk.ctas_log2 : 1u;
+  if constexpr (ONEPASS) { /* its tables zeroed before any gating warp sets a bit: shared memory
+                              only, so before the wait, under the previous kernel's tail */
+    if (blockIdx.x < ctas) {
+      for (uint32_t w = threadIdx.x; w < 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
+      __syncthreads();
+    }
+  }
+  mr_pdl_enter();
   if (blockIdx.x >= ctas) { /* clear-only CTAs */
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - ctas) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - ctas) * blockDim.x);
@@ -492,8 +505,6 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     topk_weights = NULL;
   }
   MR_STAMP(0);
-  extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
-  uint32_t* sm = mr_tiny_smem;
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const int gw = tk.gate_warps;
   const bool has_mask = o.expert_mask != NULL;
@@ -522,10 +533,6 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_load_lane<W, EPL>(row0, lane, tk.E, ninf, has_row, raw);
     if (KIND != MR_KIND_PACKED)
       mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, tk.E, 0u, has_row && g.bias != NULL, braw);
-    if constexpr (ONEPASS) { /* its tables zeroed before any gating warp sets a bit (the rows load meanwhile) */
-      for (uint32_t w = tid; w < 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
-      __syncthreads();
-    }
     if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
       mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
     if (has_row) {
@@ -646,8 +653,15 @@ static uint32_t mr_tiny_wide_words(int epl) {
 
 /* The one-pass finish (mr_tiny_onepass) for 16-bit softmax rows: it needs
  * 2 <= T <= 32 and U >= T (T = 1 has the solo path or the sort from registers).
- * Auto (knob tiny_onepass 0): T <= 8 (a row per gating warp) and T*k <= 48, or
- * T*k <= 64 for E <= 128. Results run 16 (bench/results/run16/wide_lab_tiny-1p.log,
+ * Auto (knob tiny_onepass 0, since lab call 23 with the layout over 4 - 8 CTAs,
+ * mr_tiny_ctas_log2): T <= 8 (a row per gating warp), E >= 16 and T*k <= 40, or
+ * T*k <= 64 for E <= 256. Lab call 23 (dev/runs/run23/spread.log, kernel metric,
+ * route, tiny.cu with 8 CTAs / the pair with the one-pass sort by 4 CTAs):
+ * DeepSeek-R1 softmax T = 8 3.40 / 3.53, Qwen3-235B T = 8 3.21 / 3.44, OLMoE T = 8
+ * 3.22 / 3.42, Qwen3-Next (E = 512) T = 4 (T*k 40) 3.67 / 3.96 but T = 8 4.47 / 4.14,
+ * E = 1024 T = 4 3.89 / 3.91, T = 8 4.59 / 4.02; at T = 12 - 16 (two rows per warp)
+ * tiny.cu loses everywhere (GPT-OSS-120B T = 12 3.91 / 3.36).
+ * Before, with one CTA (T*k <= 48, or 64 for E <= 128): results run 16 (bench/results/run16/wide_lab_tiny-1p.log,
  * kernel metric, route with moe_buf; one-pass forced / the default of dce1e02,
  * which ran the one-pass finish at T <= 3 only): with its blocks lane-parallel it
  * wins at T = 2 .. 8 for E <= 128 (GPT-OSS-120B T = 4 / 6 / 8 2.86 / 2.98, 3.11 /
@@ -663,10 +677,10 @@ static uint32_t mr_tiny_wide_words(int epl) {
  * entries; DBRX, E = 16: 2.74 against 2.66 - 2.70 at T = 2, even at 4, 2.96 against
  * 3.11 - 3.15 at 8, so it keeps the one-pass finish). */
 static int mr_tiny_onepass_wanted(const mr_config* cfg) {
-  const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
+  const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
   if (T < 2 || T > 32 || cfg->unit_size < T || mr_cuda_tune.tiny_onepass < 0) return 0;
   if (mr_cuda_tune.tiny_onepass > 0) return 1;
-  return T <= MR_TINY_WARPS && cfg->num_experts >= 16 && (n <= 48 || (cfg->num_experts <= 128 && n <= 64));
+  return T <= MR_TINY_WARPS && E >= 16 && (n <= 40 || (E <= 256 && n <= 64));
 }
 
 /* T*k bound of tiny.cu's own sorts for 16-bit softmax rows at 2 <= T <= 8, by E
@@ -690,14 +704,20 @@ static int64_t mr_tiny_packed_max_n(int64_t E) {
   return 32;
 }
 
-/* CTAs that write the one-pass layout (log2): knob tiny_ctas (1, 2, 4, 8), else 1.
- * Why more than one: one SM writes the layout at about one slot per cycle (the sort
- * alone by one CTA grew ~0.13 us per token of k = 8 from T = 1 to 16, lab call 22;
- * the mask-table sort splits its writes over 8 CTAs, dev/cuda-notes.md run 2). */
+/* CTAs that write the one-pass layout (log2): knob tiny_ctas (1, 2, 4, 8), else 4 up
+ * to T*k = 32 and 8 above. Why more than one: one SM writes the layout at about one
+ * slot per cycle (the sort alone by one CTA grew ~0.13 us per token of k = 8 from
+ * T = 1 to 16, lab call 22). Lab call 23 (dev/runs/run23/spread.log, kernel metric,
+ * moe_buf cleared), R = 1 / 2 / 4 / 8: the sort alone of DeepSeek-R1 softmax T = 16
+ * 3.63 / 2.65 / 2.15 / 1.85 us (mask-table sort 2.57), T = 2 1.83 / 1.66 / 1.65 / 1.65;
+ * 8 is best or within 0.05 us everywhere; tiny.cu's route: DeepSeek-R1 softmax T = 2
+ * 3.20 / 3.08 / 3.09 / 3.13, T = 8 4.13 / 3.76 / 3.50 / 3.40; GPT-OSS-120B T = 4 (T*k 16)
+ * 2.91 / 2.78 / 2.77 / 2.81, T = 8 (32) 3.27 / 3.04 / 2.90 / 2.91; Qwen3-Next T = 4
+ * (40) 4.12 / 3.87 / 3.75 / 3.67. */
 static uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
-  (void)cfg;
   const int c = mr_cuda_tune.tiny_ctas;
-  return c >= 8 ? 3u : c >= 4 ? 2u : c >= 2 ? 1u : 0u;
+  if (c > 0) return c >= 8 ? 3u : c >= 4 ? 2u : c >= 2 ? 1u : 0u;
+  return cfg->num_tokens * cfg->top_k <= 32 ? 2u : 3u;
 }
 
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
@@ -845,16 +865,17 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
 /* ---- the sort entry point at decode (mr_tiny_sort_kernel) ---- */
 static int mr_tiny_sort_plan(const mr_config* cfg, mr_tiny_k* K, size_t* smem) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
-  /* off by default: written in session 10 after its last device call, never run on a GPU
-   * (dev/lab_run22.sh checks and times it) */
-  if (mr_cuda_tune.tiny_sort <= 0 || T < 1 || T > 32 || n > (int64_t)MR_TINY_MAX_N || cfg->unit_size < T ||
+  /* on unless the knob says -1 (lab calls 22, 23: bit-identical to the mask-table sort,
+   * faster at every T it takes) */
+  if (mr_cuda_tune.tiny_sort < 0 || T < 1 || T > 32 || n > (int64_t)MR_TINY_SORT_MAX_N || cfg->unit_size < T ||
       cfg->num_experts > MR_TINY_MAX_E)
     return 0;
   mr_tiny_k_init(cfg, K);
   K->onepass = 1u;
   K->ctas_log2 = mr_tiny_ctas_log2(cfg);
-  K->op_off = MR_TINY_TBL;
-  /* presence [32] | token masks [E] | flag [1] | the fallback's start [E] and count [E] */
+  K->ent_off = MR_TINY_TBL; /* (the route's entry table holds 128) */
+  K->op_off = K->ent_off + 2u * MR_TINY_SORT_MAX_N;
+  /* entries [2 * 256] | presence [32] | token masks [E] | flag [1] | the fallback's start [E] and count [E] */
   const uint32_t words = K->op_off + 32u + 1u + 3u * K->E;
   if (words > MR_TINY_SMEM_BYTES / 4u) return 0;
   *smem = (size_t)words * 4u;

@@ -1860,10 +1860,10 @@ static void group_engine(void) {
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
  * mask, moe_buf): tiny.cu's bounds (T = 1 for any E; its one-pass finish at 2 <= T <= 8 with
  * U >= T, E >= 16 (Mixtral's E = 8 keeps tiny.cu's own sorts: the engine shapes cover it) and
- * T*k <= 48, or 64 for E <= 128; else its own sorts within the T*k bound of the E
+ * T*k <= 40, or 64 for E <= 256, its layout by 4 CTAs up to T*k = 32, else 8; else its own sorts within the T*k bound of the E
  * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
  * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120;
- * tiny.cu's one-pass sort for T <= 32, T*k <= 128, U >= T under the lab knob tiny_sort, default off), the mid sort's
+ * the decode sort: tiny.cu's one-pass sort for T <= 32, T*k <= 256, U >= T), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384). */
@@ -1911,12 +1911,13 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 2, 1, 2},  /* U = 2: one-pass at T = 2, own sorts at T = 3 (U < T) */
       {"sm-e160", 4, 1, 1},       /* own sorts, E <= 256: T*k 24 -> 30 (the pair) */
       {"sm-e160", 8, 0, 0},          /* one-pass T*k 48 -> T = 9 */
-      {"ds-softmax", 6, 1, 0},       /* one-pass T*k 48 -> 56 (the pair) */
+      {"ds-softmax", 8, 1, 0},       /* one-pass T*k 64 -> T = 9 (the pair) */
+      {"ds-softmax", 4, 0, 0},       /* the one-pass layout by 4 CTAs up to T*k = 32, 8 above */
       {"sm-e1024", 4, 0, 1},      /* own sorts, E > 512: T*k 32 -> 40 */
-      {"sm-e1024", 6, 0, 32},        /* one-pass 48 -> 56 (the pair) */
+      {"sm-e1024", 5, 0, 32},        /* one-pass 40 -> 48 (the pair), E > 256 */
       {"qwen3-next", 4, 1, 0},       /* one-pass 40 -> 50 (the pair) */
-      {"ds-softmax", 16, 1, 0},      /* the decode sort: tiny.cu's one-pass sort (knob) up to T*k = 128 (-> 136) */
-      {"kimi-k2", 16, 0, 0},         /* (the pair: T*k 128 -> 136) */
+      {"qwen3-next", 25, 1, 32},     /* the decode sort: tiny.cu's one-pass sort up to T*k = 256 (250 -> 260) */
+      {"kimi-k2", 16, 0, 0},         /* (the pair with it: T*k 128 -> 136, the route kernel's bound) */
       {"mixtral", 32, 1, 32},        /* (T <= 32; U = 32) */
       {"deepseek-r1", 2, 0, 2},      /* (U >= T: U = 2, T = 2 -> 3) */
       {"gpt-oss-120b", 1024, 1, 0},  /* the mid sort: 64 entries per CTA up to T*k = 4096, then 64 CTAs (the cap) */
