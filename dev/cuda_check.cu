@@ -224,6 +224,9 @@ static void gen_case(Case* c) {
   c->tune.tiny_onepass = irand(3) - 1; /* tiny.cu's one-pass finish: never / auto / wherever it applies (U >= T >= 2) */
   static const int Rt[] = {0, 0, 1, 2, 4, 8};
   c->tune.tiny_ctas = pick(Rt, 6); /* CTAs writing the one-pass layout */
+  c->tune.tm_sort = irand(3) - 1; /* the token-mask sort: never / auto / wherever it fits */
+  static const int Rm[] = {0, 0, 2, 4, 8, 16, 32};
+  c->tune.tm_sort_ctas = pick(Rm, 7);
   c->tune.decode_pdl = irand(3) - 1; /* PDL off / auto / on (the run twice checks back-to-back calls) */
 }
 

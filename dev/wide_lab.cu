@@ -19,6 +19,8 @@
  *    (tiny_max_n = 32) against the pair (no_tiny), T*k <= 32.
  * --tiny-1p (session 9): tiny.cu forced (T*k <= 128) with its sorts
  *    against the one-pass finish (mr_cuda_tune.tiny_onepass).
+ * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
+ *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
  *    sort alone and route by tiny.cu, checked bit for bit and timed.
  * --tsort (session 10): the one-launch sort at decode, the mask-table sort against
@@ -95,6 +97,7 @@ static void* dalloc(Case* c, size_t n) {
   return q;
 }
 
+static int32_t g_unit = 32; /* U of the cases make_case builds (--tmsort varies it) */
 /* kind 0 gaussian, 1 coarse grid (ties), 2 with NaN / inf */
 static void make_case(Case* c, const Shape* s, int T, int kind) {
   memset(c, 0, sizeof *c);
@@ -104,7 +107,7 @@ static void make_case(Case* c, const Shape* s, int T, int kind) {
   p->num_tokens = T;
   p->num_experts = s->E;
   p->top_k = s->k;
-  p->unit_size = 32;
+  p->unit_size = g_unit;
   p->logits_dtype = s->dt;
   p->score = s->score;
   p->renormalize = 1;
@@ -536,8 +539,125 @@ static int spread(void) {
   return bad ? 1 : 0;
 }
 
+/* --tmsort (session 11): the token-mask sort (tmsort.cu; T <= 256, T*k <= 2048, any U)
+ * against the sorts it replaces (tiny.cu's one-pass sort off in both: the mask-table,
+ * mid and general sorts), bit for bit: the sort alone on route's top-k and on corrupted
+ * top-k (a duplicate, an id out of range) with R = 4, 8, 16, 32 CTAs, route as the pair;
+ * U = 32, 8 and 64. Timed (kernel metric, moe_buf cleared, U = 32): the sort alone
+ * without it (ref) and with it (R = 8, 16, 32), route without it and auto. */
+static void set_tm(int tm, int ctas) {
+  mr_cuda_tune.tm_sort = tm;
+  mr_cuda_tune.tm_sort_ctas = ctas;
+  mr_cuda_tune.tiny_sort = -1;
+}
+static int g_tm_quick; /* --tmsort --no-time --quick: U = 32, one input kind, T = 4, 48, 256 (sanitizers) */
+static int tm_ab(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {1, 4, 16, 33, 48, 64, 96, 128, 192, 256};
+  static const int US[] = {32, 8, 64};
+  static const int RS[] = {4, 8, 16, 32};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  const Shape* all[NSH + 6];
+  int ns = 0, npk = (int)(sizeof PK / sizeof PK[0]);
+  for (int i = 0; i < NSH; ++i) all[ns++] = &SH[i];
+  for (int i = 0; i < npk; ++i) all[ns++] = &PK[i];
+  long checks = 0, bad = 0;
+  for (int ui = 0; ui < (g_tm_quick ? 1 : 3); ++ui)
+    for (int si = 0; si < ns; ++si)
+      for (int ti = 0; ti < nt; ++ti) {
+        if (TS[ti] * all[si]->k > 2048) continue;
+        if (g_tm_quick && TS[ti] != 4 && TS[ti] != 48 && TS[ti] != 256) continue;
+        g_unit = US[ui];
+        for (int kind = 0; kind < (ui == 0 && !g_tm_quick ? 3 : 1); ++kind)
+          for (int what = 0; what < 3; ++what) { /* route as the pair, sort, sort of corrupted ids */
+            Case c;
+            make_case(&c, all[si], TS[ti], kind);
+            moeroute_sizes z;
+            memset(&z, 0, sizeof z);
+            moeroute_get_sizes(&c.p, &z);
+            const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+            int32_t *ref = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+            mr_cuda_tune.no_tiny = 1;
+            if (what > 0) {
+              set_tm(-1, 0);
+              g_sort_op = 0;
+              route_to_host(&c, ref, s);
+              if (what == 2) {
+                const int64_t n = (int64_t)TS[ti] * all[si]->k;
+                int32_t* h = (int32_t*)malloc((size_t)n * 4);
+                CK(cudaMemcpy(h, c.b.topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost));
+                if (n > 1) h[1] = h[0];
+                h[n - 1] = all[si]->E + 5;
+                CK(cudaMemcpy(c.b.topk_ids, h, (size_t)n * 4, cudaMemcpyHostToDevice));
+                free(h);
+              }
+              g_sort_op = 1;
+            }
+            set_tm(-1, 0);
+            const size_t nr = route_to_host(&c, ref, s);
+            for (int ri = 0; ri < (what == 0 ? 1 : 4); ++ri) {
+              set_tm(1, what == 0 ? 0 : RS[ri]);
+              const size_t nb = route_to_host(&c, b, s);
+              checks++;
+              if (nr != nb || memcmp(ref, b, 4 * nr)) {
+                bad++;
+                size_t j = 0;
+                while (j < nr && ref[j] == b[j]) ++j;
+                printf("MISMATCH %s T=%d U=%d kind=%d what=%d R=%d: words %zu/%zu, first difference at %zu\n",
+                       all[si]->name, TS[ti], US[ui], kind, what, RS[ri], nr, nb, j);
+              }
+            }
+            set_tm(0, 0);
+            mr_cuda_tune.tiny_sort = 0;
+            mr_cuda_tune.no_tiny = 0;
+            g_sort_op = 0;
+            free(ref);
+            free(b);
+            free_case(&c);
+          }
+      }
+  g_unit = 32;
+  printf("check: %ld cases, %ld mismatches (the token-mask sort with R = 4 - 32 CTAs against the library's other sorts; "
+         "sort, sort of corrupted ids, route as the pair; U = 32, 8, 64; bits)\n", checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  printf("\nkernel metric, us (moe_buf cleared, U = 32): sort alone without the token-mask sort (ref) / with it, R CTAs; "
+         "route without it / auto (the defaults)\n");
+  printf("%-18s %4s %7s %7s %7s %7s | %7s %7s\n", "shape", "T", "sref", "tm8", "tm16", "tm32", "rref", "auto");
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      if (TS[ti] * all[si]->k > 2048) continue;
+      Case c;
+      make_case(&c, all[si], TS[ti], 0);
+      g_sort_op = 0;
+      int32_t* tmp = (int32_t*)calloc(1 << 22, 4);
+      route_to_host(&c, tmp, s); /* top-k for the sort */
+      free(tmp);
+      double r[6];
+      set_tm(-1, 0);
+      mr_cuda_tune.tiny_sort = 0; /* the reference as the defaults were before tmsort.cu */
+      r[0] = time_op(&c, 0, 2, s);
+      for (int ri = 0; ri < 3; ++ri) {
+        set_tm(1, 8 << ri);
+        mr_cuda_tune.tiny_sort = 0;
+        r[1 + ri] = time_op(&c, 0, 2, s);
+      }
+      set_tm(-1, 0);
+      mr_cuda_tune.tiny_sort = 0;
+      r[4] = time_op(&c, 0, 1, s);
+      set_tm(0, 0);
+      mr_cuda_tune.tiny_sort = 0;
+      r[5] = time_op(&c, 0, 1, s);
+      printf("%-18s %4d %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f\n", all[si]->name, TS[ti], r[0], r[1], r[2], r[3], r[4],
+             r[5]);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
+  g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick");
   if (argc > 1 && !strcmp(argv[1], "--tiny"))
     return route_ab(SH, NSH, 128, set_tw, "A = the pair (tiny_wide -1) | B = tiny.cu's wide form (tiny_wide 8)");
   if (argc > 1 && !strcmp(argv[1], "--tiny-1p"))
@@ -545,6 +665,7 @@ int main(int argc, char** argv) {
                     "A = tiny.cu forced, its sorts | B = tiny.cu forced, one-pass finish");
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
+  if (argc > 1 && !strcmp(argv[1], "--tmsort")) return tm_ab();
   if (argc > 1 && !strcmp(argv[1], "--tiny-pk"))
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 32, set_pk, "A = the pair (no tiny.cu) | B = tiny.cu forced");
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");

@@ -323,6 +323,9 @@ typedef struct mr_cuda_tuning {
   int tiny_ctas;         /* CTAs writing tiny.cu's one-pass layout (route and sort; each gates / loads every
                             entry alike and writes 1/ctas of the blocks): 0 = auto (4 up to T*k = 32, else 8),
                             1 / 2 / 4 / 8 */
+  int tm_sort;           /* the token-mask sort (tmsort.cu; T <= 256, T*k <= 2048, any U) where tiny.cu's
+                            one-pass sort does not fit: 0 = auto, 1 = wherever it fits, -1 = never */
+  int tm_sort_ctas;      /* its CTAs writing the layout: 0 = auto, else 1 - 32 (rounded down to 2^j) */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8, E >= 16 and
                             T*k <= 48, or 64 for E <= 128: mr_tiny_onepass_wanted), 1 = always, -1 = never */
@@ -395,6 +398,10 @@ int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_tiny_sort_fits(const mr_config* cfg);
 cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                      const float* topk_weights, cudaStream_t stream);
+/* tmsort.cu: the token-mask sort at decode (any U), one launch, no workspace. */
+int mr_cuda_tm_sort_fits(const mr_config* cfg);
+cudaError_t mr_cuda_launch_tm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                   const float* topk_weights, cudaStream_t stream);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
 

@@ -154,8 +154,11 @@ static int mr_route_one_launch(const mr_config* cfg) {
 /* The pair (gate kernel, then the one-launch sort, PDL between them) can run
  * this route: the one-launch sort fits. Its top-k goes through the caller's
  * topk buffers or, without them, the workspace. */
+static int mr_decode_sort_fits(const mr_config* cfg) {
+  return mr_cuda_small_sort_fits(cfg) || mr_cuda_tiny_sort_fits(cfg) || mr_cuda_tm_sort_fits(cfg);
+}
 static int mr_route_pair_fits(const mr_config* cfg) {
-  return cfg->num_tokens > 0 && (mr_cuda_small_sort_fits(cfg) || mr_cuda_tiny_sort_fits(cfg));
+  return cfg->num_tokens > 0 && mr_decode_sort_fits(cfg);
 }
 /* Route at decode, which kernels (perf-log v5, lab run 6b, kernel metric with
  * PDL on): tiny.cu where it takes the call (one launch, fastest there); else
@@ -185,15 +188,17 @@ static int mr_route_use_mid(const mr_config* cfg) {
 }
 static int mr_sort_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1;
-  return !mr_cuda_tune.force_general && (mr_cuda_small_sort_fits(cfg) || mr_cuda_tiny_sort_fits(cfg));
+  return !mr_cuda_tune.force_general && mr_decode_sort_fits(cfg);
 }
 
 /* The one-launch sort at decode (the sort entry point and the pair's second launch):
  * tiny.cu's one-pass sort where it fits (T <= 32, T*k <= 256, U >= T; lab calls 22
- * and 23), else the mask-table sort of sort.cuh (8 CTAs). Neither needs workspace. */
+ * and 23), else the token-mask sort of tmsort.cu (T <= 256, T*k <= 2048, any U),
+ * else the mask-table sort of sort.cuh (8 CTAs). None needs workspace. */
 static cudaError_t mr_cuda_launch_decode_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                               const float* topk_weights, cudaStream_t s) {
   if (cfg->num_tokens > 0 && mr_cuda_tiny_sort_fits(cfg)) return mr_cuda_launch_tiny_sort(cfg, o, topk_ids, topk_weights, s);
+  if (cfg->num_tokens > 0 && mr_cuda_tm_sort_fits(cfg)) return mr_cuda_launch_tm_sort(cfg, o, topk_ids, topk_weights, s);
   return mr_cuda_launch_small_sort(cfg, o, topk_ids, topk_weights, s);
 }
 

@@ -1,0 +1,264 @@
+/*
+ * tmsort.cu - the token-mask sort: the one-pass decode sort of tiny.cu
+ * (mr_tiny_sort_kernel) for any U, up to T = 256 and T*k = 2048 (v10, session 11).
+ *
+ * tiny.cu's one-pass sort needs U >= T: then every expert present holds one
+ * block and a block's start is a popcount of the presence bitmap. Here an expert
+ * e holds ceil(c_e / U) blocks, so the starts come from a scan over the experts:
+ *
+ *   0. (before the PDL wait: shared memory only) zero the token masks tm[E][W],
+ *      W = ceil(T/32) words per expert, and the duplicate flag;
+ *   1. thread j loads entries j, j + 256, ... (at most 8, kept in registers) and
+ *      sets bit t of tm[e] (shared atomics); a bit already set means a token named
+ *      one expert twice (the atomic's old value), which raises the flag;
+ *   2. every thread sums its experts' blocks (popcounts of the masks; 0 for a
+ *      masked expert) packed with their enabled flags, one block-wide scan:
+ *      st[e] = start block | local id << 16, C[e] = c_e;
+ *   3. entry i of expert e goes to st[e] * U + (tokens below t in tm[e]);
+ *   4. block b: its expert is the last e with start(e) <= b (a binary search over
+ *      st), its id the expert's local id, its padding the slots past the expert's
+ *      entries; the warp writes the padding of its lanes' blocks;
+ *   5. CTA 0 writes the totals.
+ * With a duplicate (only a sort input can have one) the CTAs take the exact
+ * fallback instead of 1-3: counts by shared atomics, the same scan, ranks by
+ * counting the equal ids before (an id table in shared memory).
+ *
+ * R = 2^ctas_log2 routing CTAs do all of this alike and each writes the blocks
+ * b with b % R == its index and their entries (one SM writes about one slot per
+ * cycle: lab call 22); further CTAs clear moe_buf. Positions are a pure function
+ * of the ids: the same bits as every other sort of the library.
+ *
+ * Shared memory (words): tm [E * W] (the fallback's counts [E] there) | st [E] |
+ * C [E] | ids [n] | flag, warp sums [8], total.
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "cuda/sort.cuh"
+
+#define MR_TM_THREADS 256
+#define MR_TM_WARPS (MR_TM_THREADS / 32)
+#define MR_TM_MAX_T 256
+#define MR_TM_MAX_N 2048
+#define MR_TM_PER (MR_TM_MAX_N / MR_TM_THREADS) /* entries per thread */
+#define MR_TM_MAX_E 1024
+#define MR_TM_SMEM_WORDS (48 * 1024 / 4 - 16)
+
+typedef struct mr_tm_k {
+  uint32_t n, T, E, U, W; /* W = ceil(T / 32) */
+  uint32_t ctas_log2;
+  uint32_t off_st, off_c, off_ids, off_misc; /* word offsets (tm at 0) */
+} mr_tm_k;
+
+/* Block-wide exclusive scan of v (every thread calls); *total gets the sum.
+ * Uses misc[1 .. 8] for the warp sums and one barrier (plus the caller's). */
+__device__ __forceinline__ uint32_t mr_tm_block_scan(uint32_t v, uint32_t* misc, uint32_t* total) {
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint32_t incl = mr_warp_incl_scan(v, lane);
+  if (lane == 31u) misc[1 + warp] = incl;
+  __syncthreads();
+  uint32_t before = 0u, all = 0u;
+#pragma unroll
+  for (uint32_t w = 0; w < MR_TM_WARPS; ++w) {
+    const uint32_t s = misc[1 + w];
+    before += w < warp ? s : 0u;
+    all += s;
+  }
+  *total = all;
+  return before + incl - v;
+}
+
+__global__ void __launch_bounds__(MR_TM_THREADS, 1)
+    mr_tm_sort_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_tm_k tk,
+                      const int32_t* topk_ids, const float* topk_weights) {
+  extern __shared__ __align__(16) uint32_t mr_tm_smem[];
+  uint32_t* tm = mr_tm_smem;
+  uint32_t* st = mr_tm_smem + tk.off_st;
+  uint32_t* C = mr_tm_smem + tk.off_c;
+  uint32_t* ids = mr_tm_smem + tk.off_ids;
+  uint32_t* misc = mr_tm_smem + tk.off_misc; /* [0] flag, [1..8] warp sums */
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t ctas = 1u << tk.ctas_log2, cta = blockIdx.x;
+  const uint32_t E = tk.E, W = tk.W, U = tk.U, n = tk.n;
+  if (cta < ctas) { /* 0. shared memory only: before the wait, under the previous kernel's tail */
+    for (uint32_t w = tid; w < E * W; w += MR_TM_THREADS) tm[w] = 0u;
+    if (tid == 0) misc[0] = 0u;
+    __syncthreads();
+  }
+  mr_pdl_enter();
+  if (cta >= ctas) { /* clear-only CTAs */
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(cta - ctas) * blockDim.x + tid,
+                   (size_t)(gridDim.x - ctas) * blockDim.x);
+    return;
+  }
+  /* 1. entries into registers (loads first), then the token masks */
+  uint32_t id[MR_TM_PER], wb[MR_TM_PER];
+#pragma unroll
+  for (int m = 0; m < MR_TM_PER; ++m) {
+    const uint32_t i = tid + (uint32_t)m * MR_TM_THREADS;
+    id[m] = E;
+    wb[m] = 0u;
+    if (i < n) {
+      const int32_t x = __ldg(topk_ids + i);
+      id[m] = (uint32_t)x < E ? (uint32_t)x : E; /* out of range: dropped */
+      if (topk_weights) wb[m] = __float_as_uint(__ldg(topk_weights + i));
+    }
+  }
+#pragma unroll
+  for (int m = 0; m < MR_TM_PER; ++m) {
+    const uint32_t i = tid + (uint32_t)m * MR_TM_THREADS;
+    if (i < n) ids[i] = id[m];
+    if (id[m] < E) {
+      const uint32_t t = mr_udiv(i, (uint32_t)o.top_k, o.k_magic);
+      const uint32_t bit = 1u << (t & 31u);
+      const uint32_t old = atomicOr(tm + id[m] * W + (t >> 5), bit);
+      if (old & bit) atomicOr(misc, 1u); /* this token named the expert twice */
+    }
+  }
+  __syncthreads();
+  const bool dup = misc[0] != 0u; /* uniform */
+  if (dup) { /* the fallback: counts by atomics (tm is reused for them) */
+    for (uint32_t e = tid; e < E; e += MR_TM_THREADS) tm[e] = 0u;
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < MR_TM_PER; ++m)
+      if (id[m] < E) atomicAdd(tm + id[m], 1u);
+    __syncthreads();
+  }
+  /* 2. blocks per expert (thread j: experts j*ept .. j*ept + ept - 1), one scan;
+   * packed: blocks (< 2^16: at most n + E) | enabled experts << 16 */
+  const uint32_t ept = (E + MR_TM_THREADS - 1u) / MR_TM_THREADS; /* <= 4 */
+  const uint32_t e0 = tid * ept;
+  uint32_t sum = 0u;
+  for (uint32_t q = 0; q < ept; ++q) {
+    const uint32_t e = e0 + q;
+    if (e >= E) break;
+    const bool en = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0;
+    uint32_t c = 0u;
+    if (en) {
+      if (dup) {
+        c = tm[e];
+      } else {
+        for (uint32_t w = 0; w < W; ++w) c += (uint32_t)__popc(tm[e * W + w]);
+      }
+    }
+    C[e] = c;
+    const uint32_t v = mr_udiv(c + U - 1u, U, o.u_magic) | (en ? 1u << 16 : 0u);
+    st[e] = v;
+    sum += v;
+  }
+  uint32_t total;
+  uint32_t run = mr_tm_block_scan(sum, misc, &total);
+  for (uint32_t q = 0; q < ept; ++q) {
+    const uint32_t e = e0 + q;
+    if (e >= E) break;
+    const uint32_t v = st[e];
+    st[e] = run;
+    run += v;
+  }
+  __syncthreads();
+  const uint32_t D = total & 0xffffu;
+  /* 3. entries: position, then only those of this CTA's blocks */
+#pragma unroll
+  for (int m = 0; m < MR_TM_PER; ++m) {
+    const uint32_t i = tid + (uint32_t)m * MR_TM_THREADS, e = id[m];
+    if (e >= E || C[e] == 0u) continue; /* dropped or masked */
+    const uint32_t t = mr_udiv(i, (uint32_t)o.top_k, o.k_magic);
+    uint32_t rank = 0u;
+    if (dup) {
+      for (uint32_t j = 0; j < i; ++j) rank += ids[j] == e ? 1u : 0u;
+    } else {
+      const uint32_t* mk = tm + e * W;
+      for (uint32_t w = 0; w < (t >> 5); ++w) rank += (uint32_t)__popc(mk[w]);
+      rank += (uint32_t)__popc(mk[t >> 5] & ((1u << (t & 31u)) - 1u));
+    }
+    const uint32_t blk = (st[e] & 0xffffu) + mr_udiv(rank, U, o.u_magic);
+    if ((blk & (ctas - 1u)) != cta) continue;
+    const uint32_t pos = (st[e] & 0xffffu) * U + rank, slot = i - t * (uint32_t)o.top_k;
+    if (o.sorted_ids) {
+      o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+      if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wb[m];
+    }
+    if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
+  }
+  /* 4. blocks: thread j holds block b = cta + ctas * (j + 256 r): its expert by a
+   * binary search over the starts, then the warp writes its lanes' padding */
+  const uint32_t lg = 32u - (uint32_t)__clz(E); /* search steps: 2^lg > E */
+#pragma unroll 1
+  for (uint32_t base = 0; (base << tk.ctas_log2) + cta < D; base += MR_TM_THREADS) { /* uniform */
+    const uint32_t b = ((base + tid) << tk.ctas_log2) | cta;
+    const bool has = b < D;
+    uint32_t cnt = U;
+    if (has) {
+      uint32_t e = 0u; /* the last expert with start <= b */
+      for (uint32_t step = 1u << (lg - 1u); step >= 1u; step >>= 1) {
+        const uint32_t cand = e + step;
+        if (cand < E && (st[cand] & 0xffffu) <= b) e = cand;
+      }
+      const uint32_t s = st[e];
+      const uint32_t inner = (b - (s & 0xffffu)) * U; /* entries before this block, in the expert */
+      const uint32_t c = C[e] - inner;
+      cnt = c < U ? c : U;
+      mr_emit_block_id(&o, b, o.expert_mask ? (int32_t)(s >> 16) : (int32_t)e);
+    }
+    const uint32_t nb = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, has)); /* lanes 0 .. nb-1 */
+#pragma unroll 1
+    for (uint32_t j = 0; j < nb; ++j) {
+      const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
+      const uint32_t bj = ((base + warp * 32u + j) << tk.ctas_log2) | cta;
+      for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
+    }
+  }
+  if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+}
+
+/* ---- host ---- */
+
+/* CTAs writing the layout (log2): knob tm_sort_ctas, else 8 up to T*k = 256, 16 above. */
+static uint32_t mr_tm_ctas_log2(const mr_config* cfg) {
+  int c = mr_cuda_tune.tm_sort_ctas;
+  if (c <= 0) c = cfg->num_tokens * cfg->top_k <= 256 ? 8 : 16;
+  uint32_t l = 0u;
+  while (l < 5u && (2 << l) <= c) ++l;
+  return l;
+}
+
+static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {
+  const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
+  if (mr_cuda_tune.tm_sort < 0 || T < 1 || T > MR_TM_MAX_T || n > MR_TM_MAX_N || E > MR_TM_MAX_E) return 0;
+  memset(K, 0, sizeof *K);
+  K->n = (uint32_t)n;
+  K->T = (uint32_t)T;
+  K->E = (uint32_t)E;
+  K->U = (uint32_t)cfg->unit_size;
+  K->W = (uint32_t)((T + 31) / 32);
+  K->ctas_log2 = mr_tm_ctas_log2(cfg);
+  const uint32_t tmw = K->E * K->W > K->E ? K->E * K->W : K->E; /* the fallback's counts need E */
+  K->off_st = tmw;
+  K->off_c = K->off_st + K->E;
+  K->off_ids = K->off_c + K->E;
+  K->off_misc = K->off_ids + K->n;
+  const uint32_t words = K->off_misc + 1u + MR_TM_WARPS;
+  if (words > MR_TM_SMEM_WORDS) return 0;
+  *smem = (size_t)words * 4u;
+  return 1;
+}
+
+extern "C" int mr_cuda_tm_sort_fits(const mr_config* cfg) {
+  mr_tm_k K;
+  size_t smem;
+  return mr_tm_plan(cfg, &K, &smem);
+}
+
+extern "C" cudaError_t mr_cuda_launch_tm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                              const float* topk_weights, cudaStream_t stream) {
+  mr_tm_k K;
+  size_t smem;
+  if (!mr_tm_plan(cfg, &K, &smem)) return cudaErrorInvalidConfiguration;
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TM_THREADS);
+  cudaLaunchConfig_t lc = mr_launch_config((1u << K.ctas_log2) + (unsigned)clear, MR_TM_THREADS, smem, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tm_sort_kernel, *o, K, topk_ids, topk_weights));
+  return cudaSuccess;
+}
