@@ -158,11 +158,23 @@ static void make_case(Case* c, const Shape* s, int T, int kind) {
   c->b.sorted_expert_ids = (int32_t*)dalloc(c, 4 * (size_t)z.ck_blocks_len);
   c->b.num_valid_ids = (int32_t*)dalloc(c, 8);
   c->b.moe_buf = dalloc(c, p->moe_buf_bytes);
+  /* workspace: the most that route or sort asks for, with the knobs as set and with the
+   * one-pass sorts off (the modes switch them between calls on one case) */
   size_t ws = 0;
-  if (moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, p, &ws) != MOEROUTE_OK) {
-    fprintf(stderr, "ws: %s\n", moeroute_last_error());
-    exit(2);
+  const int ts0 = mr_cuda_tune.tiny_sort, tm0 = mr_cuda_tune.tm_sort;
+  for (int v = 0; v < 2; ++v) {
+    if (v == 1) mr_cuda_tune.tiny_sort = mr_cuda_tune.tm_sort = -1;
+    for (int op = 0; op < 2; ++op) {
+      size_t w = 0;
+      if (moeroute_cuda_workspace_size(op ? MOEROUTE_OP_SORT : MOEROUTE_OP_ROUTE, p, &w) != MOEROUTE_OK) {
+        fprintf(stderr, "ws: %s\n", moeroute_last_error());
+        exit(2);
+      }
+      if (w > ws) ws = w;
+    }
   }
+  mr_cuda_tune.tiny_sort = ts0;
+  mr_cuda_tune.tm_sort = tm0;
   c->b.workspace = ws ? dalloc(c, ws) : NULL;
   c->b.workspace_bytes = ws;
 }
