@@ -232,7 +232,7 @@ static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
   int32_t nv[2];
   CK(cudaMemcpyAsync(nv, c->b.num_valid_ids, 8, cudaMemcpyDeviceToHost, s));
   CK(cudaStreamSynchronize(s));
-  const size_t tot = (size_t)nv[0], nb = tot / 32u, n = (size_t)c->p.num_tokens * c->p.top_k;
+  const size_t tot = (size_t)nv[0], nb = tot / (size_t)c->p.unit_size, n = (size_t)c->p.num_tokens * c->p.top_k;
   size_t w = 0;
   o[w++] = nv[0];
   o[w++] = nv[1];
