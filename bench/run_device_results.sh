@@ -23,14 +23,15 @@ CMD="$B/tools/moeroute bench --backend cuda --format csv${BENCH_MODELS:+ --model
 echo "$CMD" > $O/h200-decode.cmd
 timeout ${BENCH_S:-110} $CMD > $O/h200-decode.csv 2> $O/bench.err; echo "bench rc=$?" >> $O/bench.err
 # optional lab timing (WIDE_LAB=1): dev/wide_lab's A/B modes (WIDE_MODES), and the check of one
-# mode (WIDE_SAN_MODE, default tsort) under the sanitizers (TSORT_TOOLS)
+# mode (WIDE_SAN_MODE, default tsort; its arguments WIDE_SAN_ARGS, default --no-time) under the
+# sanitizers (TSORT_TOOLS)
 LABLOGS=""
 if [ "${WIDE_LAB:-0}" = 1 ]; then
   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1
   LABLOGS=""
-  for m in ${WIDE_MODES:-tiny tiny-pk tiny-1p tsort}; do timeout 60 $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; LABLOGS="$LABLOGS wide_lab_$m.log"; done
+  for m in ${WIDE_MODES:-tiny tiny-pk tiny-1p tsort}; do timeout ${WIDE_S:-60} $B/wide_lab --$m > $O/wide_lab_$m.log 2>&1; echo "rc=$?" >> $O/wide_lab_$m.log; LABLOGS="$LABLOGS wide_lab_$m.log"; done
   for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do
-    ( timeout ${TSORT_S:-100} compute-sanitizer --tool $t --error-exitcode 9 --print-limit 10 $B/wide_lab --${WIDE_SAN_MODE:-tsort} --no-time > $O/ts_$t.txt 2>&1; echo "rc=$?" >> $O/ts_$t.txt ) &
+    ( timeout ${TSORT_S:-100} compute-sanitizer --tool $t --error-exitcode 9 --print-limit 10 $B/wide_lab --${WIDE_SAN_MODE:-tsort} ${WIDE_SAN_ARGS:---no-time} > $O/ts_$t.txt 2>&1; echo "rc=$?" >> $O/ts_$t.txt ) &
   done
   wait
   for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do echo "== $t"; tail -4 $O/ts_$t.txt; rm -f $O/ts_$t.txt; done > $O/wide_lab_tsort_sanitize.log 2>&1

@@ -634,8 +634,9 @@ static int tm_ab(void) {
          "sort, sort of corrupted ids, route as the pair; U = 32, 8, 64; bits)\n", checks, bad);
   if (g_check_only) return bad ? 1 : 0;
   printf("\nkernel metric, us (moe_buf cleared, U = 32): sort alone without the token-mask sort (ref) / with it, R CTAs; "
-         "route without it / auto (the defaults)\n");
-  printf("%-18s %4s %7s %7s %7s %7s | %7s %7s\n", "shape", "T", "sref", "tm8", "tm16", "tm32", "rref", "auto");
+         "route without it / with it (R auto) / auto (the defaults)\n");
+  printf("%-18s %4s %7s %7s %7s %7s | %7s %7s %7s\n", "shape", "T", "sref", "tm8", "tm16", "tm32", "rref", "rtm",
+         "auto");
   for (int si = 0; si < ns; ++si)
     for (int ti = 0; ti < nt; ++ti) {
       if (TS[ti] * all[si]->k > 2048) continue;
@@ -645,7 +646,7 @@ static int tm_ab(void) {
       int32_t* tmp = (int32_t*)calloc(1 << 22, 4);
       route_to_host(&c, tmp, s); /* top-k for the sort */
       free(tmp);
-      double r[6];
+      double r[7];
       set_tm(-1, 0);
       mr_cuda_tune.tiny_sort = 0; /* the reference as the defaults were before tmsort.cu */
       r[0] = time_op(&c, 0, 2, s);
@@ -657,11 +658,14 @@ static int tm_ab(void) {
       set_tm(-1, 0);
       mr_cuda_tune.tiny_sort = 0;
       r[4] = time_op(&c, 0, 1, s);
-      set_tm(0, 0);
+      set_tm(1, 0);
       mr_cuda_tune.tiny_sort = 0;
       r[5] = time_op(&c, 0, 1, s);
-      printf("%-18s %4d %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f\n", all[si]->name, TS[ti], r[0], r[1], r[2], r[3], r[4],
-             r[5]);
+      set_tm(0, 0);
+      mr_cuda_tune.tiny_sort = 0;
+      r[6] = time_op(&c, 0, 1, s);
+      printf("%-18s %4d %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f\n", all[si]->name, TS[ti], r[0], r[1], r[2], r[3],
+             r[4], r[5], r[6]);
       free_case(&c);
     }
   return bad ? 1 : 0;

@@ -6,15 +6,16 @@
  * block and a block's start is a popcount of the presence bitmap. Here an expert
  * e holds ceil(c_e / U) blocks, so the starts come from a scan over the experts:
  *
- *   0. (before the PDL wait: shared memory only) zero the token masks tm[E][W],
- *      W = ceil(T/32) words per expert, and the duplicate flag;
- *   1. thread j loads entries j, j + 256, ... (at most 8, kept in registers) and
- *      sets bit t of tm[e] (shared atomics); a bit already set means a token named
+ *   0. (before the PDL wait: shared memory only) zero the token masks tm[W][E],
+ *      W = ceil(T/32) words per expert (word-major: lanes of different experts hit
+ *      different banks), and the duplicate flag;
+ *   1. thread j loads entries j, j + 512, ... (at most 4, kept in registers) and
+ *      sets bit t of tm[.][e] (shared atomics); a bit already set means a token named
  *      one expert twice (the atomic's old value), which raises the flag;
- *   2. every thread sums its experts' blocks (popcounts of the masks; 0 for a
- *      masked expert) packed with their enabled flags, one block-wide scan:
- *      st[e] = start block | local id << 16, C[e] = c_e;
- *   3. entry i of expert e goes to st[e] * U + (tokens below t in tm[e]);
+ *   2. thread e sums expert e's popcounts (0 for a masked expert), keeping the
+ *      running sum before each word in P[w][e]; its blocks packed with its enabled
+ *      flag, one block-wide scan: st[e] = start block | local id << 16, C[e] = c_e;
+ *   3. entry i of expert e goes to st[e] * U + P[w][e] + (tokens below t in word w);
  *   4. block b: its expert is the last e with start(e) <= b (a binary search over
  *      st), its id the expert's local id, its padding the slots past the expert's
  *      entries; the warp writes the padding of its lanes' blocks;
@@ -28,14 +29,14 @@
  * cycle: lab call 22); further CTAs clear moe_buf. Positions are a pure function
  * of the ids: the same bits as every other sort of the library.
  *
- * Shared memory (words): tm [E * W] (the fallback's counts [E] there) | st [E] |
- * C [E] | ids [n] | flag, warp sums [8], total.
+ * Shared memory (words): tm [W * E] (the fallback's counts [E] there) | P [W * E] |
+ * st [E] | C [E] | ids [n] | flag, warp sums [16].
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
 #include "cuda/sort.cuh"
 
-#define MR_TM_THREADS 256
+#define MR_TM_THREADS 512
 #define MR_TM_WARPS (MR_TM_THREADS / 32)
 #define MR_TM_MAX_T 256
 #define MR_TM_MAX_N 2048
@@ -46,11 +47,11 @@
 typedef struct mr_tm_k {
   uint32_t n, T, E, U, W; /* W = ceil(T / 32) */
   uint32_t ctas_log2;
-  uint32_t off_st, off_c, off_ids, off_misc; /* word offsets (tm at 0) */
+  uint32_t off_p, off_st, off_c, off_ids, off_misc; /* word offsets (tm at 0) */
 } mr_tm_k;
 
 /* Block-wide exclusive scan of v (every thread calls); *total gets the sum.
- * Uses misc[1 .. 8] for the warp sums and one barrier (plus the caller's). */
+ * Uses misc[1 .. 16] for the warp sums and one barrier (plus the caller's). */
 __device__ __forceinline__ uint32_t mr_tm_block_scan(uint32_t v, uint32_t* misc, uint32_t* total) {
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const uint32_t incl = mr_warp_incl_scan(v, lane);
@@ -72,10 +73,11 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
                       const int32_t* topk_ids, const float* topk_weights) {
   extern __shared__ __align__(16) uint32_t mr_tm_smem[];
   uint32_t* tm = mr_tm_smem;
+  uint32_t* P = mr_tm_smem + tk.off_p;
   uint32_t* st = mr_tm_smem + tk.off_st;
   uint32_t* C = mr_tm_smem + tk.off_c;
   uint32_t* ids = mr_tm_smem + tk.off_ids;
-  uint32_t* misc = mr_tm_smem + tk.off_misc; /* [0] flag, [1..8] warp sums */
+  uint32_t* misc = mr_tm_smem + tk.off_misc; /* [0] flag, [1..16] warp sums */
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t ctas = 1u << tk.ctas_log2, cta = blockIdx.x;
   const uint32_t E = tk.E, W = tk.W, U = tk.U, n = tk.n;
@@ -110,7 +112,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     if (id[m] < E) {
       const uint32_t t = mr_udiv(i, (uint32_t)o.top_k, o.k_magic);
       const uint32_t bit = 1u << (t & 31u);
-      const uint32_t old = atomicOr(tm + id[m] * W + (t >> 5), bit);
+      const uint32_t old = atomicOr(tm + (t >> 5) * E + id[m], bit);
       if (old & bit) atomicOr(misc, 1u); /* this token named the expert twice */
     }
   }
@@ -126,7 +128,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
   }
   /* 2. blocks per expert (thread j: experts j*ept .. j*ept + ept - 1), one scan;
    * packed: blocks (< 2^16: at most n + E) | enabled experts << 16 */
-  const uint32_t ept = (E + MR_TM_THREADS - 1u) / MR_TM_THREADS; /* <= 4 */
+  const uint32_t ept = (E + MR_TM_THREADS - 1u) / MR_TM_THREADS; /* <= 2 */
   const uint32_t e0 = tid * ept;
   uint32_t sum = 0u;
   for (uint32_t q = 0; q < ept; ++q) {
@@ -138,7 +140,10 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
       if (dup) {
         c = tm[e];
       } else {
-        for (uint32_t w = 0; w < W; ++w) c += (uint32_t)__popc(tm[e * W + w]);
+        for (uint32_t w = 0; w < W; ++w) {
+          P[w * E + e] = c;
+          c += (uint32_t)__popc(tm[w * E + e]);
+        }
       }
     }
     C[e] = c;
@@ -167,9 +172,8 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     if (dup) {
       for (uint32_t j = 0; j < i; ++j) rank += ids[j] == e ? 1u : 0u;
     } else {
-      const uint32_t* mk = tm + e * W;
-      for (uint32_t w = 0; w < (t >> 5); ++w) rank += (uint32_t)__popc(mk[w]);
-      rank += (uint32_t)__popc(mk[t >> 5] & ((1u << (t & 31u)) - 1u));
+      const uint32_t x = (t >> 5) * E + e;
+      rank = P[x] + (uint32_t)__popc(tm[x] & ((1u << (t & 31u)) - 1u));
     }
     const uint32_t blk = (st[e] & 0xffffu) + mr_udiv(rank, U, o.u_magic);
     if ((blk & (ctas - 1u)) != cta) continue;
@@ -180,7 +184,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     }
     if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
   }
-  /* 4. blocks: thread j holds block b = cta + ctas * (j + 256 r): its expert by a
+  /* 4. blocks: thread j holds block b = cta + ctas * (j + 512 r): its expert by a
    * binary search over the starts, then the warp writes its lanes' padding */
   const uint32_t lg = 32u - (uint32_t)__clz(E); /* search steps: 2^lg > E */
 #pragma unroll 1
@@ -213,10 +217,11 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
 
 /* ---- host ---- */
 
-/* CTAs writing the layout (log2): knob tm_sort_ctas, else 8 up to T*k = 256, 16 above. */
+/* CTAs writing the layout (log2): knob tm_sort_ctas, else 16 up to T*k = 256, 32 above
+ * (lab call 25: 32 the fastest of 8 / 16 / 32 at every T*k > 256 measured). */
 static uint32_t mr_tm_ctas_log2(const mr_config* cfg) {
   int c = mr_cuda_tune.tm_sort_ctas;
-  if (c <= 0) c = cfg->num_tokens * cfg->top_k <= 256 ? 8 : 16;
+  if (c <= 0) c = cfg->num_tokens * cfg->top_k <= 256 ? 16 : 32;
   uint32_t l = 0u;
   while (l < 5u && (2 << l) <= c) ++l;
   return l;
@@ -224,7 +229,9 @@ static uint32_t mr_tm_ctas_log2(const mr_config* cfg) {
 
 static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
-  if (mr_cuda_tune.tm_sort < 0 || T < 1 || T > MR_TM_MAX_T || n > MR_TM_MAX_N || E > MR_TM_MAX_E) return 0;
+  /* off by default (knob tm_sort = 1 on): lab call 25 measured its first form slower than
+   * the mask-table and mid sorts almost everywhere (perf-log v10) */
+  if (mr_cuda_tune.tm_sort <= 0 || T < 1 || T > MR_TM_MAX_T || n > MR_TM_MAX_N || E > MR_TM_MAX_E) return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
   K->T = (uint32_t)T;
@@ -232,8 +239,9 @@ static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {
   K->U = (uint32_t)cfg->unit_size;
   K->W = (uint32_t)((T + 31) / 32);
   K->ctas_log2 = mr_tm_ctas_log2(cfg);
-  const uint32_t tmw = K->E * K->W > K->E ? K->E * K->W : K->E; /* the fallback's counts need E */
-  K->off_st = tmw;
+  const uint32_t tmw = K->E * K->W; /* >= E: the fallback's counts */
+  K->off_p = tmw;
+  K->off_st = K->off_p + tmw;
   K->off_c = K->off_st + K->E;
   K->off_ids = K->off_c + K->E;
   K->off_misc = K->off_ids + K->n;
