@@ -227,11 +227,24 @@ static uint32_t mr_tm_ctas_log2(const mr_config* cfg) {
   return l;
 }
 
+/* Where the token-mask sort is the default (knob tm_sort 0): 384 <= T*k <= 1024 and
+ * E <= 384. Lab call 26 (dev/runs/run26/tmsort.log, kernel metric, moe_buf cleared,
+ * U = 32; route as the pair with it / without it, i.e. with the mask-table or mid sort):
+ * wins inside the rule, e.g. DeepSeek-R1 softmax T = 64 5.69 / 6.44 us, Kimi-K2 T = 48
+ * 6.14 / 7.09, GLM-4.5 T = 128 7.27 / 11.30, Qwen3-235B T = 128 5.77 / 9.37, GPT-OSS-120B
+ * T = 256 5.99 / 8.94, OLMoE T = 128 5.41 / 8.23; its worst losses inside are 0.26 - 0.28 us
+ * (DeepSeek-R1 T = 48, DeepSeek-V4-Flash T = 96, Kimi k = 16 T = 48, DeepSeek-R1 softmax
+ * T = 128). Outside it loses: T*k 264 - 376 (DeepSeek-R1 softmax T = 33 5.31 / 5.07, the
+ * mask-table sort is at its best there), T*k >= 1152 (T = 256, k = 8: 8.36 / 7.13), and
+ * E = 512 - 1024 from T*k ~ 960 (Qwen3-Next T = 128 9.06 / 7.38). */
+static int mr_tm_wanted(const mr_config* cfg) {
+  const int64_t n = cfg->num_tokens * cfg->top_k;
+  return n >= 384 && n <= 1024 && cfg->num_experts <= 384;
+}
+
 static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
-  /* off by default (knob tm_sort = 1 on): lab call 25 measured its first form slower than
-   * the mask-table and mid sorts almost everywhere (perf-log v10) */
-  if (mr_cuda_tune.tm_sort <= 0 || T < 1 || T > MR_TM_MAX_T || n > MR_TM_MAX_N || E > MR_TM_MAX_E) return 0;
+  if (mr_cuda_tune.tm_sort < 0 || T < 1 || T > MR_TM_MAX_T || n > MR_TM_MAX_N || E > MR_TM_MAX_E) return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
   K->T = (uint32_t)T;
@@ -248,7 +261,7 @@ static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {
   const uint32_t words = K->off_misc + 1u + MR_TM_WARPS;
   if (words > MR_TM_SMEM_WORDS) return 0;
   *smem = (size_t)words * 4u;
-  return 1;
+  return mr_cuda_tune.tm_sort > 0 || mr_tm_wanted(cfg);
 }
 
 extern "C" int mr_cuda_tm_sort_fits(const mr_config* cfg) {
