@@ -324,7 +324,8 @@ typedef struct mr_cuda_tuning {
                             entry alike and writes 1/ctas of the blocks): 0 = auto (4 up to T*k = 32, else 8),
                             1 / 2 / 4 / 8 */
   int tm_sort;           /* the token-mask sort (tmsort.cu; T <= 256, T*k <= 2048, any U) where tiny.cu's
-                            one-pass sort does not fit: 0 = auto (384 <= T*k <= 1024, E <= 384), 1 =
+                            one-pass sort does not fit: 0 = auto (E <= 384, 384 <= T*k <= 768; 1024 for
+                            E <= 160), 1 =
                             wherever it fits, -1 = never */
   int tm_sort_ctas;      /* its CTAs writing the layout: 0 = auto, else 1 - 32 (rounded down to 2^j) */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier

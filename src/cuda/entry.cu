@@ -193,8 +193,8 @@ static int mr_sort_one_launch(const mr_config* cfg) {
 
 /* The one-launch sort at decode (the sort entry point and the pair's second launch):
  * tiny.cu's one-pass sort where it fits (T <= 32, T*k <= 256, U >= T; lab calls 22
- * and 23), else the token-mask sort of tmsort.cu where it wins (384 <= T*k <= 1024,
- * E <= 384, any U; lab call 26),
+ * and 23), else the token-mask sort of tmsort.cu where it wins (any U, E <= 384,
+ * 384 <= T*k <= 768, or 1024 for E <= 160; lab calls 26, 27),
  * else the mask-table sort of sort.cuh (8 CTAs). None needs workspace. */
 static cudaError_t mr_cuda_launch_decode_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                               const float* topk_weights, cudaStream_t s) {

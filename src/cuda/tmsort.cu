@@ -227,8 +227,8 @@ static uint32_t mr_tm_ctas_log2(const mr_config* cfg) {
   return l;
 }
 
-/* Where the token-mask sort is the default (knob tm_sort 0): 384 <= T*k <= 1024 and
- * E <= 384. Lab call 26 (dev/runs/run26/tmsort.log, kernel metric, moe_buf cleared,
+/* Where the token-mask sort is the default (knob tm_sort 0): E <= 384 and 384 <= T*k <=
+ * 768, or up to 1024 for E <= 160. Lab call 26 (dev/runs/run26/tmsort.log, kernel metric, moe_buf cleared,
  * U = 32; route as the pair with it / without it, i.e. with the mask-table or mid sort):
  * wins inside the rule, e.g. DeepSeek-R1 softmax T = 64 5.69 / 6.44 us, Kimi-K2 T = 48
  * 6.14 / 7.09, GLM-4.5 T = 128 7.27 / 11.30, Qwen3-235B T = 128 5.77 / 9.37, GPT-OSS-120B
@@ -236,10 +236,16 @@ static uint32_t mr_tm_ctas_log2(const mr_config* cfg) {
  * (DeepSeek-R1 T = 48, DeepSeek-V4-Flash T = 96, Kimi k = 16 T = 48, DeepSeek-R1 softmax
  * T = 128). Outside it loses: T*k 264 - 376 (DeepSeek-R1 softmax T = 33 5.31 / 5.07, the
  * mask-table sort is at its best there), T*k >= 1152 (T = 256, k = 8: 8.36 / 7.13), and
- * E = 512 - 1024 from T*k ~ 960 (Qwen3-Next T = 128 9.06 / 7.38). */
+ * E = 512 - 1024 from T*k ~ 960 (Qwen3-Next T = 128 9.06 / 7.38). Lab call 27
+ * (dev/runs/run27, the scaling sweep with 384 <= T*k <= 1024, E <= 384) confirmed the
+ * wins (route without moe_buf, against results run 18: DeepSeek-R1 softmax T = 64 6.44 ->
+ * 5.51, GPT-OSS-120B T = 128 / 256 6.30 / 8.84 -> 4.92 / 5.70, Kimi-K2 T = 48 / 64 6.93 /
+ * 7.64 -> 6.14 / 6.74) but DeepSeek-R1 softmax T = 128 (T*k 1024, E = 256) lost 6.74 -> 7.83
+ * (lab call 26 had 6.98 / 6.71): T*k above 768 stays with E <= 160, where T*k = 1024
+ * measured the largest wins (GPT-OSS-120B, Qwen3-235B, OLMoE, GLM-4.5 at 1024). */
 static int mr_tm_wanted(const mr_config* cfg) {
-  const int64_t n = cfg->num_tokens * cfg->top_k;
-  return n >= 384 && n <= 1024 && cfg->num_experts <= 384;
+  const int64_t n = cfg->num_tokens * cfg->top_k, E = cfg->num_experts;
+  return n >= 384 && E <= 384 && (n <= 768 || (n <= 1024 && E <= 160));
 }
 
 static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {

@@ -1864,7 +1864,7 @@ static void group_engine(void) {
  * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
  * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120;
  * the decode sort: tiny.cu's one-pass sort for T <= 32, T*k <= 256, U >= T; the token-mask sort for
- * 384 <= T*k <= 1024, E <= 384), the mid sort's
+ * 384 <= T*k <= 768, or 1024 for E <= 160, E <= 384), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384). */
@@ -1921,6 +1921,7 @@ static void group_thresholds(void) {
       {"qwen3", 47, 1, 0},           /* the token-mask sort (default): T*k 376 -> 384 ... */
       {"qwen3", 128, 0, 16},         /* ... 1024 -> 1032 (U = 16) */
       {"kimi-k2", 64, 1, 0},         /* (E = 384 takes it; Qwen3-Next, E = 512, does not: the engine shapes) */
+      {"ds-softmax", 96, 1, 0},      /* E = 256: T*k 768 -> 776 (the mask-table sort), E <= 160 to 1024 */
       {"qwen3", 256, 1, 0},          /* (its fit, T = 256 and T*k = 2048, under its knob) */
       {"olmoe", 12, 0, 8},           /* (U = 8 < T) */
       {"kimi-k2", 16, 0, 0},         /* (the pair with it: T*k 128 -> 136, the route kernel's bound) */
