@@ -254,6 +254,17 @@ static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
   return w;
 }
 
+/* The top-k of the case's last route, corrupted for the sorts' fallbacks: token 0 names
+ * one expert twice (k >= 2) and the last entry's id is out of range (dropped). */
+static void corrupt_topk(Case* c, int64_t n, int32_t E) {
+  int32_t* h = (int32_t*)malloc((size_t)n * 4);
+  CK(cudaMemcpy(h, c->b.topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost));
+  if (n > 1) h[1] = h[0];
+  h[n - 1] = E + 5;
+  CK(cudaMemcpy(c->b.topk_ids, h, (size_t)n * 4, cudaMemcpyHostToDevice));
+  free(h);
+}
+
 /* Route with two dispatch variants, A and B, set by set(1) and set(2) (set(0):
  * the defaults): the outputs compared bit for bit on the three input kinds, then
  * A, B and auto timed (kernel metric, moe_buf cleared). Shapes with T*k > max_n
@@ -370,15 +381,7 @@ static int sort_ab(void) {
           if (what > 0) { /* the top-k from one default route, then the sort alone */
             g_sort_op = 0;
             route_to_host(&c, a, s);
-            if (what == 2) {
-              const int64_t n = (int64_t)TS[ti] * all[si]->k;
-              int32_t* h = (int32_t*)malloc((size_t)n * 4);
-              CK(cudaMemcpy(h, c.b.topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost));
-              if (n > 1) h[1] = h[0];         /* token 0 names one expert twice (k >= 2) */
-              h[n - 1] = all[si]->E + 5;      /* out of range: dropped */
-              CK(cudaMemcpy(c.b.topk_ids, h, (size_t)n * 4, cudaMemcpyHostToDevice));
-              free(h);
-            }
+            if (what == 2) corrupt_topk(&c, (int64_t)TS[ti] * all[si]->k, all[si]->E);
             g_sort_op = 1;
           }
           set_ts(1);
@@ -476,15 +479,7 @@ static int spread(void) {
             set_sp(0, 0, 1);
             g_sort_op = 0;
             route_to_host(&c, ref, s);
-            if (what == 2) {
-              const int64_t n = (int64_t)TS[ti] * all[si]->k;
-              int32_t* h = (int32_t*)malloc((size_t)n * 4);
-              CK(cudaMemcpy(h, c.b.topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost));
-              if (n > 1) h[1] = h[0];
-              h[n - 1] = all[si]->E + 5;
-              CK(cudaMemcpy(c.b.topk_ids, h, (size_t)n * 4, cudaMemcpyHostToDevice));
-              free(h);
-            }
+            if (what == 2) corrupt_topk(&c, (int64_t)TS[ti] * all[si]->k, all[si]->E);
             g_sort_op = 1;
             set_sp(-1, 0, 1); /* reference: the mask-table sort */
           } else {
@@ -601,15 +596,7 @@ static int tm_ab(void) {
               set_tm(-1, 0);
               g_sort_op = 0;
               route_to_host(&c, ref, s);
-              if (what == 2) {
-                const int64_t n = (int64_t)TS[ti] * all[si]->k;
-                int32_t* h = (int32_t*)malloc((size_t)n * 4);
-                CK(cudaMemcpy(h, c.b.topk_ids, (size_t)n * 4, cudaMemcpyDeviceToHost));
-                if (n > 1) h[1] = h[0];
-                h[n - 1] = all[si]->E + 5;
-                CK(cudaMemcpy(c.b.topk_ids, h, (size_t)n * 4, cudaMemcpyHostToDevice));
-                free(h);
-              }
+              if (what == 2) corrupt_topk(&c, (int64_t)TS[ti] * all[si]->k, all[si]->E);
               g_sort_op = 1;
             }
             set_tm(-1, 0);

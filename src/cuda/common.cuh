@@ -464,6 +464,21 @@ static inline void mr_decode_pdl(cudaLaunchConfig_t* lc, cudaLaunchAttribute* at
   lc->numAttrs = *n;
 }
 
+/* A one-launch decode sort (tiny.cu's and tmsort.cu's kernels): `routing` CTAs, then the
+ * CTAs that clear moe_buf, with the decode launches' PDL. */
+template <typename P>
+static inline cudaError_t mr_launch_decode_sort_kernel(void (*kernel)(mr_sort_out, P, const int32_t*, const float*),
+                                                       const P& params, unsigned routing, unsigned threads, size_t smem,
+                                                       const mr_sort_out* o, const int32_t* topk_ids,
+                                                       const float* topk_weights, cudaStream_t stream) {
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)threads);
+  cudaLaunchConfig_t lc = mr_launch_config(routing + (unsigned)clear, threads, smem, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  return cudaLaunchKernelEx(&lc, kernel, *o, params, topk_ids, topk_weights);
+}
+
 /* ---- decode-path helpers (v3: fused.cu, sort.cu one launch, gate.cu) ---------------
  *
  * Asynchronous stores into another CTA's shared memory that complete on an

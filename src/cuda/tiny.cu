@@ -893,11 +893,6 @@ extern "C" cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_s
   mr_tiny_k K;
   size_t smem;
   if (!mr_tiny_sort_plan(cfg, &K, &smem)) return cudaErrorInvalidConfiguration;
-  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
-  cudaLaunchConfig_t lc = mr_launch_config((1u << K.ctas_log2) + (unsigned)clear, MR_TINY_THREADS, smem, stream);
-  cudaLaunchAttribute attr[1];
-  unsigned na = 0;
-  mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_sort_kernel, *o, K, topk_ids, topk_weights));
-  return cudaSuccess;
+  return mr_launch_decode_sort_kernel(mr_tiny_sort_kernel, K, 1u << K.ctas_log2, MR_TINY_THREADS, smem, o, topk_ids, topk_weights,
+                                      stream);
 }
