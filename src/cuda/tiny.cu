@@ -893,6 +893,6 @@ extern "C" cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_s
   mr_tiny_k K;
   size_t smem;
   if (!mr_tiny_sort_plan(cfg, &K, &smem)) return cudaErrorInvalidConfiguration;
-  return mr_launch_decode_sort_kernel(mr_tiny_sort_kernel, K, 1u << K.ctas_log2, MR_TINY_THREADS, smem, o, topk_ids, topk_weights,
-                                      stream);
+  return mr_launch_decode_sort_kernel(mr_tiny_sort_kernel, K, 1u << K.ctas_log2, MR_TINY_THREADS, smem, o, topk_ids,
+                                      topk_weights, stream);
 }
