@@ -3,15 +3,18 @@
  *   - 16-bit softmax rows at T = 1 (any E; T*k <= 32), or 2 <= T <= 8 within the
  *     T*k bound of the E bucket (mr_tiny_packed_max_n: 48 for E <= 64, 32 for
  *     E <= 128, 24 for E <= 256, none for E <= 512, 32 above), or T <= 8 with
- *     the one-pass finish (mr_tiny_onepass_wanted: U >= T, E >= 16, T*k <= 48, or
- *     64 for E <= 128): a warp per row;
+ *     the one-pass finish (mr_tiny_onepass_wanted: U >= T, E >= 16, T*k <= 40, or
+ *     64 for E <= 256): a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
  *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: one group of
  *     four warps gates the row (Kimi-K2, grouped DeepSeek-R1 at T = 1; two groups,
  *     a row each, only under the lab knob tiny_wide).
  * One routing CTA gates every row itself and sorts the at most 32 entries
  * inside ONE warp, with no expert-sized table, no block-wide scan and no
- * cross-CTA exchange; the other CTAs of the launch clear moe_buf.
+ * cross-CTA exchange; the other CTAs of the launch clear moe_buf. With the
+ * one-pass finish, 4 - 8 routing CTAs gate every row alike and each writes its
+ * share of the blocks (mr_tiny_ctas_log2, v10). The same one-pass scheme serves
+ * the sort entry point at decode from a caller's top-k (mr_tiny_sort_kernel).
  *
  * Why (perf-log v4, stamp_lab run 4): the cluster kernel of fused.cu spent
  * ~3100 cycles after gating at T = 1 (exchange ~900, mask table ~290, the
@@ -89,7 +92,9 @@ typedef struct mr_tiny_k {
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
- * (contract: bit-exact). t by tiny.cu's 20-bit reciprocal of k (i < 128). */
+ * (contract: bit-exact). t by tiny.cu's 20-bit reciprocal of k: exact while
+ * i * (kmagic * k - 2^20) < 2^20, and kmagic * k - 2^20 < k <= 32, so for i < 2^15
+ * (here i < 256). */
 __device__ __forceinline__ void mr_tiny_put_entry(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t pos, uint32_t i,
                                                   uint32_t wbits) {
   const uint32_t t = (i * tk.kmagic) >> 20, slot = i - t * tk.k;
@@ -893,6 +898,7 @@ extern "C" cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_s
   mr_tiny_k K;
   size_t smem;
   if (!mr_tiny_sort_plan(cfg, &K, &smem)) return cudaErrorInvalidConfiguration;
-  return mr_launch_decode_sort_kernel(mr_tiny_sort_kernel, K, 1u << K.ctas_log2, MR_TINY_THREADS, smem, o, topk_ids,
-                                      topk_weights, stream);
+  MR_TRY(mr_launch_decode_sort_kernel(mr_tiny_sort_kernel, K, 1u << K.ctas_log2, MR_TINY_THREADS, smem, o, topk_ids,
+                                      topk_weights, stream));
+  return cudaSuccess;
 }

@@ -281,6 +281,7 @@ extern "C" cudaError_t mr_cuda_launch_tm_sort(const mr_config* cfg, const mr_sor
   mr_tm_k K;
   size_t smem;
   if (!mr_tm_plan(cfg, &K, &smem)) return cudaErrorInvalidConfiguration;
-  return mr_launch_decode_sort_kernel(mr_tm_sort_kernel, K, 1u << K.ctas_log2, MR_TM_THREADS, smem, o, topk_ids,
-                                      topk_weights, stream);
+  MR_TRY(mr_launch_decode_sort_kernel(mr_tm_sort_kernel, K, 1u << K.ctas_log2, MR_TM_THREADS, smem, o, topk_ids,
+                                      topk_weights, stream));
+  return cudaSuccess;
 }
