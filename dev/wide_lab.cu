@@ -337,6 +337,14 @@ static const Shape PK[] = {
     {"olmoe", 64, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
     {"e1024-k8", 1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_FP16},
 };
+#define NPK (int)(sizeof PK / sizeof PK[0])
+/* The fp32-key shapes, then the 16-bit softmax ones (index >= NSH); returns the count. */
+static int all_shapes(const Shape** all) {
+  int ns = 0;
+  for (int i = 0; i < NSH; ++i) all[ns++] = &SH[i];
+  for (int i = 0; i < NPK; ++i) all[ns++] = &PK[i];
+  return ns;
+}
 static void set_pk(int v) {
   mr_cuda_tune.no_tiny = v == 1;
   mr_cuda_tune.tiny_max_n = v == 2 ? 32 : 0;
@@ -361,10 +369,8 @@ static int sort_ab(void) {
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   static const int TS[] = {1, 2, 4, 8, 12, 16};
   const int nt = (int)(sizeof TS / sizeof TS[0]);
-  const Shape* all[NSH + 6];
-  int ns = 0;
-  for (int i = 0; i < NSH; ++i) all[ns++] = &SH[i];
-  for (int i = 0; i < (int)(sizeof PK / sizeof PK[0]); ++i) all[ns++] = &PK[i];
+  const Shape* all[NSH + NPK];
+  const int ns = all_shapes(all);
   long checks = 0, bad = 0;
   for (int si = 0; si < ns; ++si)
     for (int ti = 0; ti < nt; ++ti)
@@ -457,10 +463,8 @@ static int spread(void) {
   static const int TS[] = {2, 4, 8, 12, 16};
   static const int RS[] = {1, 2, 4, 8};
   const int nt = (int)(sizeof TS / sizeof TS[0]);
-  const Shape* all[NSH + 6];
-  int ns = 0, npk = (int)(sizeof PK / sizeof PK[0]);
-  for (int i = 0; i < NSH; ++i) all[ns++] = &SH[i];
-  for (int i = 0; i < npk; ++i) all[ns++] = &PK[i];
+  const Shape* all[NSH + NPK];
+  const int ns = all_shapes(all);
   long checks = 0, bad = 0;
   for (int si = 0; si < ns; ++si)
     for (int ti = 0; ti < nt; ++ti)
@@ -570,10 +574,8 @@ static int tm_ab(void) {
   static const int US[] = {32, 8, 64};
   static const int RS[] = {4, 8, 16, 32};
   const int nt = (int)(sizeof TS / sizeof TS[0]);
-  const Shape* all[NSH + 6];
-  int ns = 0, npk = (int)(sizeof PK / sizeof PK[0]);
-  for (int i = 0; i < NSH; ++i) all[ns++] = &SH[i];
-  for (int i = 0; i < npk; ++i) all[ns++] = &PK[i];
+  const Shape* all[NSH + NPK];
+  const int ns = all_shapes(all);
   long checks = 0, bad = 0;
   for (int ui = 0; ui < (g_tm_quick ? 1 : 3); ++ui)
     for (int si = 0; si < ns; ++si)
