@@ -325,12 +325,11 @@ typedef struct mr_cuda_tuning {
                             1 / 2 / 4 / 8 */
   int tm_sort;           /* the token-mask sort (tmsort.cu; T <= 256, T*k <= 2048, any U) where tiny.cu's
                             one-pass sort does not fit: 0 = auto (E <= 384, 384 <= T*k <= 768; 1024 for
-                            E <= 160), 1 =
-                            wherever it fits, -1 = never */
+                            E <= 160), 1 = wherever it fits, -1 = never */
   int tm_sort_ctas;      /* its CTAs writing the layout: 0 = auto, else 1 - 32 (rounded down to 2^j) */
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8, E >= 16 and
-                            T*k <= 48, or 64 for E <= 128: mr_tiny_onepass_wanted), 1 = always, -1 = never */
+                            T*k <= 40, or 64 for E <= 256: mr_tiny_onepass_wanted), 1 = always, -1 = never */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

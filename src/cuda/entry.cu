@@ -151,12 +151,13 @@ static int mr_route_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1; /* also the forced-general lab setting: nothing to gate */
   return !mr_cuda_tune.force_general && mr_cuda_fused_fits(cfg);
 }
-/* The pair (gate kernel, then the one-launch sort, PDL between them) can run
- * this route: the one-launch sort fits. Its top-k goes through the caller's
- * topk buffers or, without them, the workspace. */
+/* One of the one-launch decode sorts fits (mr_cuda_launch_decode_sort below). */
 static int mr_decode_sort_fits(const mr_config* cfg) {
   return mr_cuda_small_sort_fits(cfg) || mr_cuda_tiny_sort_fits(cfg) || mr_cuda_tm_sort_fits(cfg);
 }
+/* The pair (gate kernel, then the one-launch sort, PDL between them) can run
+ * this route: the one-launch sort fits. Its top-k goes through the caller's
+ * topk buffers or, without them, the workspace. */
 static int mr_route_pair_fits(const mr_config* cfg) {
   return cfg->num_tokens > 0 && mr_decode_sort_fits(cfg);
 }
@@ -198,8 +199,10 @@ static int mr_sort_one_launch(const mr_config* cfg) {
  * else the mask-table sort of sort.cuh (8 CTAs). None needs workspace. */
 static cudaError_t mr_cuda_launch_decode_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                               const float* topk_weights, cudaStream_t s) {
-  if (cfg->num_tokens > 0 && mr_cuda_tiny_sort_fits(cfg)) return mr_cuda_launch_tiny_sort(cfg, o, topk_ids, topk_weights, s);
-  if (cfg->num_tokens > 0 && mr_cuda_tm_sort_fits(cfg)) return mr_cuda_launch_tm_sort(cfg, o, topk_ids, topk_weights, s);
+  if (cfg->num_tokens > 0 && mr_cuda_tiny_sort_fits(cfg))
+    return mr_cuda_launch_tiny_sort(cfg, o, topk_ids, topk_weights, s);
+  if (cfg->num_tokens > 0 && mr_cuda_tm_sort_fits(cfg))
+    return mr_cuda_launch_tm_sort(cfg, o, topk_ids, topk_weights, s);
   return mr_cuda_launch_small_sort(cfg, o, topk_ids, topk_weights, s);
 }
 

@@ -45,7 +45,7 @@
 #define MR_TM_SMEM_WORDS (48 * 1024 / 4 - 16)
 
 typedef struct mr_tm_k {
-  uint32_t n, T, E, U, W; /* W = ceil(T / 32) */
+  uint32_t n, E, U, W; /* W = ceil(T / 32) */
   uint32_t ctas_log2;
   uint32_t off_p, off_st, off_c, off_ids, off_misc; /* word offsets (tm at 0) */
 } mr_tm_k;
@@ -253,7 +253,6 @@ static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {
   if (mr_cuda_tune.tm_sort < 0 || T < 1 || T > MR_TM_MAX_T || n > MR_TM_MAX_N || E > MR_TM_MAX_E) return 0;
   memset(K, 0, sizeof *K);
   K->n = (uint32_t)n;
-  K->T = (uint32_t)T;
   K->E = (uint32_t)E;
   K->U = (uint32_t)cfg->unit_size;
   K->W = (uint32_t)((T + 31) / 32);
