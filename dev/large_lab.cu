@@ -43,26 +43,31 @@ static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 90071992547409
 
 typedef struct Variant {
   const char* name;
-  int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb;
+  int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb, persist, persist_per_sm, force;
 } Variant;
+/* general_v1: 0 = automatic, 1 = the run-1 chain, 2 = large.cu (mr_cuda_tuning); persist: the
+ * persistent launch P (v11): 0 = automatic, 1 = on, -1 = off; force: the large path also
+ * below the mid sort's bound */
 static const Variant VARIANTS[] = {
-    {"default", 0, 0, 0, 0, 0, 0},         {"v1 (fallback)", 1, 0, 0, 0, 0, 0},
-    {"no PDL", 0, 1, 0, 0, 0, 0},          {"L1 1/SM", 0, 0, 1, 0, 0, 0},
-    {"L1 2/SM", 0, 0, 2, 0, 0, 0},         {"L1 3/SM", 0, 0, 3, 0, 0, 0},
-    {"stores 1/SM", 0, 0, 0, 2, 1, 0},     {"stores 2/SM", 0, 0, 0, 2, 2, 0},
-    {"stores 4/SM", 0, 0, 0, 2, 4, 0},     {"bulk 2/SM", 0, 0, 0, 1, 2, 0},
-    {"no first clear", 0, 0, 0, 0, 0, -1}, {"first 64 MB", 0, 0, 0, 0, 0, 65536},
+    {"auto", 0, 0, 0, 0, 0, 0, 0, 0, 0},           {"old auto (no P)", 0, 0, 0, 0, 0, 0, -1, 0, 0},
+    {"P 1/SM", 0, 0, 0, 0, 0, 0, 1, 1, 0},         {"P 3/SM", 0, 0, 0, 0, 0, 0, 1, 3, 0},
+    {"P clear 2/SM", 0, 0, 0, 0, 2, 0, 1, 0, 0},   {"P no PDL", 0, 1, 0, 0, 0, 0, 1, 0, 0},
+    {"P forced", 0, 0, 0, 0, 0, 0, 1, 0, 1},       {"large.cu", 2, 0, 0, 0, 0, 0, -1, 0, 0},
+    {"v1 (fallback)", 1, 0, 0, 0, 0, 0, -1, 0, 0},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static void set_variant(int v) {
   memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
   const Variant* x = &VARIANTS[v];
-  mr_cuda_tune.general_v1 = x->general_v1 ? 1 : 2; /* force the path: 0 would be automatic */
+  mr_cuda_tune.general_v1 = x->general_v1;
   mr_cuda_tune.large_no_pdl = x->no_pdl;
   mr_cuda_tune.large_ctas_per_sm = x->ctas_per_sm;
   mr_cuda_tune.clear_engine = x->engine;
   mr_cuda_tune.clear_ctas_per_sm = x->clear_per_sm;
   mr_cuda_tune.first_clear_kb = x->first_kb;
+  mr_cuda_tune.persist = x->persist;
+  mr_cuda_tune.persist_ctas_per_sm = x->persist_per_sm;
+  mr_cuda_tune.force_general = x->force;
 }
 
 /* ---- shapes ------------------------------------------------------------------------- */
@@ -319,7 +324,7 @@ static void check_route(const Shape* sh, int64_t T, int with_mask, int variant, 
   fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, mb, &p);
   /* the knobs first: the workspace size depends on the path they select */
   set_variant(variant);
-  mr_cuda_tune.force_general = force; /* 1: the large path also below the one-launch bound */
+  mr_cuda_tune.force_general |= force; /* 1: the large path also below the one-launch bound */
   Bufs b;
   bufs_alloc(&p, 3, &b); /* ... at an odd address */
   float* hb = (float*)malloc((size_t)sh->E * 4);
@@ -411,7 +416,7 @@ static void check_sort(const Shape* sh, int64_t T, int with_mask, int variant, i
   const size_t mb = (size_t)T * 64 + 7;
   fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, mb, &p);
   set_variant(variant); /* before the workspace is sized */
-  mr_cuda_tune.force_general = force;
+  mr_cuda_tune.force_general |= force;
   Bufs b;
   bufs_alloc(&p, 5, &b);
   float* hb = (float*)malloc((size_t)sh->E * 4);
@@ -730,10 +735,13 @@ int main(int argc, char** argv) {
     printf("check: %d failure(s)\n", g_fail);
   }
   if (do_time) {
-    const int64_t Ts[] = {1024, 4096, 16384, 65536};
-    for (int ti = 0; ti < 4; ++ti) time_shape(&SHAPES[0], Ts[ti], only, s);
+    const int64_t Ts[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    for (int ti = 0; ti < 7; ++ti) time_shape(&SHAPES[0], Ts[ti], only, s);
     if (!quick)
-      for (int si = 1; si < 5; ++si) time_shape(&SHAPES[si], 16384, only, s);
+      for (int si = 1; si < 5; ++si) {
+        time_shape(&SHAPES[si], 4096, only, s);
+        time_shape(&SHAPES[si], 16384, only, s);
+      }
   }
   CK(cudaStreamDestroy(s));
   return g_fail ? 1 : 0;

@@ -330,6 +330,10 @@ typedef struct mr_cuda_tuning {
   int tiny_onepass;      /* tiny.cu's 16-bit softmax rows at 2 <= T <= 32 finish in one pass behind one barrier
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8, E >= 16 and
                             T*k <= 40, or 64 for E <= 256: mr_tiny_onepass_wanted), 1 = always, -1 = never */
+  int persist;           /* the persistent launch P of large.cu (v11) for the sort / route calls that reach the
+                            large path: 0 = auto (wherever the device launches cooperative kernels), 1 = the same,
+                            -1 = never (the three launches / the run-1 chain as before) */
+  int persist_ctas_per_sm; /* P's routing CTAs per SM: 0 = auto (2) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -80,6 +80,7 @@ typedef struct mr_large_args {
   uint32_t lead_bytes, trail_bytes; /* < 16 each, written by L1's slice 0 */
   uint32_t clear_ctas; /* L3 CTAs [0, clear_ctas) clear units [first_units, body_units) */
   uint32_t clear_bulk; /* 1: bulk copies (TMA) from zeroed shared memory; 0: 16-byte stores */
+  uint32_t* bar;       /* P's grid-barrier word (zeroed by the launch before P) */
 } mr_large_args;
 
 /* ---- device helpers ----------------------------------------------------------- */
@@ -129,8 +130,8 @@ __device__ __forceinline__ void mr_large_first_clear(const mr_large_args* L, uin
  * slice base is written only where the slice has entries of e: L3 reads
  * wbase[s][e] only for an entry of e in slice s (so L1's writes scale with the
  * entries, not with 8*E per chunk). */
-__device__ __forceinline__ void mr_large_publish(const mr_large_args* L, const uint32_t* wc_all) {
-  const uint32_t E = (uint32_t)L->num_experts, c = blockIdx.x;
+__device__ __forceinline__ void mr_large_publish(const mr_large_args* L, const uint32_t* wc_all, uint32_t c) {
+  const uint32_t E = (uint32_t)L->num_experts;
   uint32_t* wb = L->wbase + (size_t)c * MR_LW * E;
   for (uint32_t e = threadIdx.x; e < E; e += MR_LT) {
     uint32_t run = 0u;
@@ -324,22 +325,20 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
     }
   }
   __syncthreads(); /* every warp's counters final */
-  mr_large_publish(&L, mr_l1_smem);
+  mr_large_publish(&L, mr_l1_smem, blockIdx.x);
 }
 
 /* ---- L1: rank (sort) ------------------------------------------------------------------ */
 
 /* Shared memory: wc [8][E]. Entries of slice s: [t0*k, t1*k), 256 per pass
  * (8 loads per lane in flight, then 8 rank steps). */
-__global__ void __launch_bounds__(MR_LT)
-    mr_large_count_kernel(const int32_t* ids, const __grid_constant__ mr_large_args L) {
-  mr_pdl_launch_dependents();
-  extern __shared__ uint32_t mr_l1c_smem[];
+__device__ __forceinline__ void mr_large_count_body(const int32_t* ids, const mr_large_args& L, uint32_t c,
+                                                    uint32_t* smem) {
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const uint32_t E = (uint32_t)L.num_experts;
   const int64_t k = L.top_k;
-  uint32_t* wc = mr_l1c_smem + warp * E;
-  const uint32_t s = blockIdx.x * MR_LW + warp;
+  uint32_t* wc = smem + warp * E;
+  const uint32_t s = c * MR_LW + warp;
   const int64_t i0 = mr_l_split(L.num_tokens, L.slices, s) * k;
   const int64_t i1 = mr_l_split(L.num_tokens, L.slices, s + 1u) * k;
   mr_large_first_clear(&L, s, lane);
@@ -364,19 +363,21 @@ __global__ void __launch_bounds__(MR_LT)
     }
   }
   __syncthreads();
-  mr_large_publish(&L, mr_l1c_smem);
+  mr_large_publish(&L, smem, c);
+}
+
+__global__ void __launch_bounds__(MR_LT)
+    mr_large_count_kernel(const int32_t* ids, const __grid_constant__ mr_large_args L) {
+  mr_pdl_launch_dependents();
+  extern __shared__ uint32_t mr_l1c_smem[];
+  mr_large_count_body(ids, L, blockIdx.x, mr_l1c_smem);
 }
 
 /* ---- L2: scan over the chunks ------------------------------------------------------------ */
 
 /* One warp per expert row counts[e][0..G): all loads first (G <= 512: 16 per
  * lane), then 32-wide scans with a carry. */
-__global__ void __launch_bounds__(MR_L_SCAN_WARPS * 32) mr_large_scan_kernel(const __grid_constant__ mr_large_args L) {
-  mr_pdl_launch_dependents();
-  mr_pdl_wait(); /* every thread: L2 completes only after L1 has */
-  const uint32_t lane = threadIdx.x & 31u;
-  const uint32_t e = blockIdx.x * MR_L_SCAN_WARPS + (threadIdx.x >> 5);
-  if (e >= (uint32_t)L.num_experts) return; /* whole warp */
+__device__ __forceinline__ void mr_large_scan_row(const mr_large_args& L, uint32_t e, uint32_t lane) {
   const uint32_t G = L.chunks;
   uint32_t* row = L.counts + (size_t)e * G;
   uint32_t v[MR_L_GCAP / 32];
@@ -397,30 +398,23 @@ __global__ void __launch_bounds__(MR_L_SCAN_WARPS * 32) mr_large_scan_kernel(con
   if (lane == 0) L.tot[e] = carry;
 }
 
+__global__ void __launch_bounds__(MR_L_SCAN_WARPS * 32) mr_large_scan_kernel(const __grid_constant__ mr_large_args L) {
+  mr_pdl_launch_dependents();
+  mr_pdl_wait(); /* every thread: L2 completes only after L1 has */
+  const uint32_t e = blockIdx.x * MR_L_SCAN_WARPS + (threadIdx.x >> 5);
+  if (e < (uint32_t)L.num_experts) mr_large_scan_row(L, e, threadIdx.x & 31u); /* whole warp */
+}
+
 /* ---- L3: clear + place --------------------------------------------------------------------- */
 
 /* Shared memory (routing CTAs): warp totals [8] (64-bit) | start [E] | count [E]
  * | local id [E] | pos [E] (start + entries of e in earlier chunks). Clear CTAs
  * with bulk copies use the first MR_L_ZB bytes as their zero source. */
-__global__ void __launch_bounds__(MR_LT)
-    mr_large_scatter_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_large_args L,
-                            const float* weights) {
-  extern __shared__ uint4 mr_l3_smem[];
-  if (blockIdx.x < L.clear_ctas) { /* no wait: runs under L1 and L2 */
-    mr_large_last_clear(&L, mr_l3_smem);
-    return;
-  }
-  const uint32_t c = blockIdx.x - L.clear_ctas;
-  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
-  const uint32_t E = (uint32_t)L.num_experts, k = (uint32_t)L.top_k, U = (uint32_t)o.unit_size, G = L.chunks;
-  unsigned long long* s_w64 = (unsigned long long*)mr_l3_smem;
-  uint32_t* s_start = (uint32_t*)(s_w64 + MR_LW);
-  uint32_t* s_cnt = s_start + E;
-  uint32_t* s_loc = s_cnt + E;
-  uint32_t* s_pos = s_loc + E;
-
-  /* the expert mask is an input: read before the wait (design.md 7: non-zero = enabled) */
-  const uint32_t ept = (E + MR_LT - 1u) / MR_LT; /* <= 4 */
+/* This thread's experts tid*ept + q (ept = ceil(E/256) <= 4): bit q set when
+ * enabled. The expert mask is an input, read before the wait (design.md 7:
+ * non-zero = enabled). */
+__device__ __forceinline__ uint32_t mr_large_enabled_bits(const mr_sort_out& o, uint32_t E, uint32_t tid) {
+  const uint32_t ept = (E + MR_LT - 1u) / MR_LT;
   uint32_t en_bits = 0xfu;
   if (o.expert_mask != NULL) {
     en_bits = 0u;
@@ -430,7 +424,22 @@ __global__ void __launch_bounds__(MR_LT)
       if (q < ept && e < E && __ldg(o.expert_mask + e) != 0) en_bits |= 1u << q;
     }
   }
-  mr_pdl_wait();
+  return en_bits;
+}
+
+/* Routing CTA c's placing (after the scan): the padded expert scan, chunk c's
+ * entries, a share of the padding and block ids, the totals (c = 0). */
+__device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const mr_large_args& L,
+                                                    const float* weights, uint32_t c, uint32_t en_bits,
+                                                    uint4* smem) {
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t E = (uint32_t)L.num_experts, k = (uint32_t)L.top_k, U = (uint32_t)o.unit_size, G = L.chunks;
+  unsigned long long* s_w64 = (unsigned long long*)smem;
+  uint32_t* s_start = (uint32_t*)(s_w64 + MR_LW);
+  uint32_t* s_cnt = s_start + E;
+  uint32_t* s_loc = s_cnt + E;
+  uint32_t* s_pos = s_loc + E;
+  const uint32_t ept = (E + MR_LT - 1u) / MR_LT; /* <= 4 */
 
   /* 1. padded scan over experts, 64-bit: pad sum low, enabled count high */
   unsigned long long v[4], sum = 0ull;
@@ -511,6 +520,100 @@ __global__ void __launch_bounds__(MR_LT)
   if (c == 0 && tid == 0) mr_emit_totals(&o, (uint32_t)total);
 }
 
+__global__ void __launch_bounds__(MR_LT)
+    mr_large_scatter_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_large_args L,
+                            const float* weights) {
+  extern __shared__ uint4 mr_l3_smem[];
+  if (blockIdx.x < L.clear_ctas) { /* no wait: runs under L1 and L2 */
+    mr_large_last_clear(&L, mr_l3_smem);
+    return;
+  }
+  const uint32_t en_bits = mr_large_enabled_bits(o, (uint32_t)L.num_experts, threadIdx.x);
+  mr_pdl_wait();
+  mr_large_place_body(o, L, weights, blockIdx.x - L.clear_ctas, en_bits, mr_l3_smem);
+}
+
+/* ---- P: the persistent launch (v11: perf-log, dev/large-notes.md) --------------------------
+ *
+ * One cooperative launch does L1 (rank), L2 (scan) and L3 (place) with grid
+ * barriers between them instead of launch boundaries, and its first CTAs clear
+ * moe_buf from their start to their end, under the routing: the clear no
+ * longer waits for a launch boundary, nor makes one wait. The routing CTAs run
+ * the same bodies as the three launches (same chunks, same codes), so the
+ * outputs are the same bits. */
+
+/* Grid barrier among the G routing CTAs. `bar` was zeroed by the launch before
+ * P (the gate launch's clear CTA in route, mr_large_zero_kernel in sort) and
+ * every barrier adds G, so barrier j is complete at (j + 1) * G. The
+ * cooperative launch keeps every CTA resident, so the spin never waits on a CTA
+ * that has no SM. Release / acquire at GPU scope around the arrival; what other
+ * CTAs wrote is read with __ldcg (L1 is not coherent). */
+__device__ __forceinline__ void mr_large_grid_barrier(uint32_t* bar, uint32_t* target, uint32_t G) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    *target += G;
+    __threadfence();
+    uint32_t v;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(v) : "l"(bar) : "memory");
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+    } while ((int32_t)(v - *target) < 0);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+/* P's clear CTAs: 16-byte streaming stores, grid-stride over all of them at
+ * once. Lab call 28 (224 MB): this pattern ran at the memset's rate (53.0
+ * against 52.8 us); a contiguous share per CTA ran at 64 - 73 us, bulk copies
+ * at 77 - 81. */
+__device__ __forceinline__ void mr_large_stride_clear(const mr_large_args* L) {
+  const size_t n = (size_t)L->clear_ctas * MR_LT, units = L->body_units - L->first_units;
+  uint4* p = L->body + L->first_units;
+  const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+  size_t i = (size_t)blockIdx.x * MR_LT + threadIdx.x;
+  for (; i + 3u * n < units; i += 4u * n) {
+    __stcs(p + i, z);
+    __stcs(p + i + n, z);
+    __stcs(p + i + 2u * n, z);
+    __stcs(p + i + 3u * n, z);
+  }
+  for (; i < units; i += n) __stcs(p + i, z);
+}
+
+/* CTAs [0, clear_ctas) clear (no wait: the launch before P waited for the
+ * caller's work before it let P start); CTAs [clear_ctas, + G) route. Shared
+ * memory: L1's counters, then L3's tables. 3 CTAs per SM (2 routing + 1 clear)
+ * under the register cap. */
+__global__ void __launch_bounds__(MR_LT, 3)
+    mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
+                            const __grid_constant__ mr_large_args L, const float* weights) {
+  extern __shared__ uint4 mr_lp_smem[];
+  if (blockIdx.x < L.clear_ctas) {
+    mr_large_stride_clear(&L);
+    return;
+  }
+  const uint32_t c = blockIdx.x - L.clear_ctas, E = (uint32_t)L.num_experts;
+  const uint32_t en_bits = mr_large_enabled_bits(o, E, threadIdx.x);
+  mr_pdl_wait();
+  mr_pdl_launch_dependents();
+  uint32_t target = 0u;
+  mr_large_count_body(ids, L, c, (uint32_t*)mr_lp_smem);
+  mr_large_grid_barrier(L.bar, &target, L.chunks);
+  for (uint32_t e = c * MR_LW + (threadIdx.x >> 5); e < E; e += L.chunks * MR_LW)
+    mr_large_scan_row(L, e, threadIdx.x & 31u);
+  mr_large_grid_barrier(L.bar, &target, L.chunks);
+  mr_large_place_body(o, L, weights, c, en_bits, mr_lp_smem);
+}
+
+/* The sort's launch before P: zeroes the barrier word once the previous work
+ * in the stream (which may be an earlier call using the same workspace) is done. */
+__global__ void mr_large_zero_kernel(uint32_t* bar) {
+  mr_pdl_wait();
+  if (threadIdx.x == 0) *bar = 0u;
+  mr_pdl_launch_dependents();
+}
+
 /* ======================================================================== */
 /* host side                                                                 */
 /* ======================================================================== */
@@ -548,7 +651,8 @@ static uint32_t mr_l_chunks(const mr_config* cfg, int per_sm) {
 extern "C" size_t mr_cuda_large_sort_workspace(const mr_config* cfg) {
   const size_t E = (size_t)cfg->num_experts, G = (size_t)mr_l_max_chunks(cfg);
   const size_t n = (size_t)cfg->num_tokens * (size_t)cfg->top_k;
-  return MR_L_ALIGN(E * G * 4u) + MR_L_ALIGN(E * 4u) + MR_L_ALIGN(G * MR_LW * E * 4u) + MR_L_ALIGN(n * 4u);
+  return MR_L_ALIGN(E * G * 4u) + MR_L_ALIGN(E * 4u) + MR_L_ALIGN(G * MR_LW * E * 4u) + MR_L_ALIGN(n * 4u) +
+         MR_L_ALIGN(4u); /* P's barrier word */
 }
 
 /* The moe_buf clear is "large" when it takes longer than routing could hide
@@ -577,6 +681,8 @@ static void mr_l_args_init(const mr_config* cfg, const mr_sort_out* o, void* wor
   L->wbase = (uint32_t*)w;
   w += MR_L_ALIGN(Gmax * MR_LW * E * 4u);
   L->codes = (uint32_t*)w;
+  w += MR_L_ALIGN((size_t)cfg->num_tokens * (size_t)cfg->top_k * 4u);
+  L->bar = (uint32_t*)w;
 
   /* moe_buf: lead | 16-byte aligned body | trail */
   const size_t bytes = o->moe_buf ? o->moe_buf_bytes : 0u;
@@ -719,6 +825,96 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
   return cudaErrorInvalidConfiguration; /* unreachable: the dispatch checked the list */
 }
 
+/* ---- P (the persistent launch) ------------------------------------------------------------ */
+
+static size_t mr_l_persist_smem(const mr_config* cfg) {
+  const size_t E = (size_t)cfg->num_experts, l1 = (size_t)MR_LW * E * 4u, l3 = (size_t)MR_LW * 8u + E * 16u;
+  return l1 > l3 ? l1 : l3; /* <= 32 KB */
+}
+
+static int mr_coop_ok[64];
+/* 1 when P takes the sort above the mid bound (the large path's place): the
+ * knob, a device that launches cooperative kernels. */
+extern "C" int mr_cuda_persist_wanted(const mr_config* cfg) {
+  (void)cfg;
+  if (mr_cuda_tune.persist < 0) return 0;
+  int dev = 0, v = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  if (mr_coop_ok[dev] == 0) { /* benign race: every writer writes the same value */
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess) {
+      (void)cudaGetLastError();
+      v = 0;
+    }
+    mr_coop_ok[dev] = v ? 1 : -1;
+  }
+  return mr_coop_ok[dev] > 0;
+}
+
+/* L for P: G = routing CTAs (2 per SM, or the knob), moe_buf cleared entirely by
+ * P's clear CTAs (1 per SM, or the knob, >= 64 KB each). *grid = 0 when the
+ * launch would not fit resident (then the caller takes the three launches). */
+static void mr_l_persist_args(const mr_config* cfg, const mr_sort_out* o, void* workspace, mr_large_args* L,
+                              unsigned* grid) {
+  const int per_sm = mr_cuda_tune.persist_ctas_per_sm > 0 ? mr_cuda_tune.persist_ctas_per_sm : 2;
+  mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), L);
+  const int sms = mr_cuda_sm_count();
+  size_t clear = 0;
+  if (L->body_units > 0) {
+    const int cps = mr_cuda_tune.clear_ctas_per_sm > 0 ? mr_cuda_tune.clear_ctas_per_sm : 1;
+    clear = (size_t)sms * (size_t)cps;
+    const size_t by_size = (L->body_units * 16u + 65535u) / 65536u;
+    if (clear > by_size) clear = by_size;
+  }
+  L->first_units = 0; /* slice 0 still writes the unaligned lead and trail bytes */
+  L->clear_ctas = (uint32_t)clear;
+  L->clear_bulk = 0;
+  *grid = L->chunks + L->clear_ctas;
+  int per = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, mr_large_persist_kernel, MR_LT,
+                                                    mr_l_persist_smem(cfg)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    per = 0;
+  }
+  if ((int64_t)*grid > (int64_t)per * sms) *grid = 0;
+}
+
+static cudaError_t mr_l_launch_persist(const mr_config* cfg, const mr_sort_out* o, const mr_large_args* L,
+                                       unsigned grid, const int32_t* ids, const float* weights, int pdl,
+                                       cudaStream_t stream) {
+  cudaLaunchConfig_t lc = mr_launch_config(grid, MR_LT, mr_l_persist_smem(cfg), stream);
+  cudaLaunchAttribute attr[2];
+  memset(attr, 0, sizeof attr);
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  lc.attrs = attr;
+  lc.numAttrs = pdl ? 2 : 1;
+  const float* w = o->sorted_weights ? weights : NULL;
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_large_persist_kernel, ids, *o, *L, w));
+  return cudaSuccess;
+}
+
+/* Sort by P: a one-thread launch zeroes the barrier word, then P (PDL between
+ * them: P's clear CTAs start as soon as the zeroing launch has waited for the
+ * caller's work). Falls back to the three launches when P would not fit. */
+extern "C" cudaError_t mr_cuda_launch_persist_sort(const mr_config* cfg, const mr_sort_out* o,
+                                                   const int32_t* topk_ids, const float* topk_weights,
+                                                   void* workspace, cudaStream_t stream) {
+  mr_large_args L;
+  unsigned grid = 0;
+  mr_l_persist_args(cfg, o, workspace, &L, &grid);
+  if (grid == 0) return mr_cuda_launch_large_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
+  const int pdl = mr_l_pdl();
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t z = mr_l_config(1, 32, 0, stream, pdl, &attr);
+  MR_TRY(cudaLaunchKernelEx(&z, mr_large_zero_kernel, L.bar));
+  return mr_l_launch_persist(cfg, o, &L, grid, topk_ids, topk_weights, pdl, stream);
+}
+
 /* Route above the one-launch bounds: the chain (gate kernel, then the general
  * sort) instead of large.cu's gate+rank launch when mr_cuda_large_v1 says so
  * (a moe_buf to clear) and, without a moe_buf, from T = MR_L_CHAIN_MIN_T on:
@@ -763,6 +959,20 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   unsigned char* w = (unsigned char*)workspace;
   const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
   const size_t smem = mr_l_route_smem(cfg, a);
+  if (mr_cuda_persist_wanted(cfg)) {
+    /* the gate kernel into the caller's top-k or the workspace, its clear CTA
+     * zeroing P's barrier word; then P (PDL between them), which clears moe_buf */
+    mr_large_args L;
+    unsigned grid = 0;
+    mr_l_persist_args(cfg, o, workspace, &L, &grid);
+    if (grid != 0) {
+      int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
+      float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
+      cudaError_t err = mr_cuda_launch_gate_clear(cfg, a, ids, wts, (unsigned char*)L.bar, 4u, stream);
+      if (err == cudaSuccess) err = mr_l_launch_persist(cfg, o, &L, grid, ids, wts, mr_l_pdl(), stream);
+      return err;
+    }
+  }
   if (mr_l_route_as_chain(cfg, a, o) || smem > MR_L_SMEM_MAX) {
     /* the chain: gate into the caller's top-k outputs or the workspace, then sort */
     int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);

@@ -24,6 +24,14 @@ size_t mr_cuda_large_sort_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_large_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                       const float* topk_weights, void* workspace, cudaStream_t stream);
 
+/* 1 when the persistent launch P (large.cu, perf-log v11) takes the sort / route
+ * calls that reach the large path (the knob, cooperative launch support). */
+int mr_cuda_persist_wanted(const mr_config* cfg);
+/* Sort through P (sort.cu's mr_cuda_launch_general_sort calls it when
+ * mr_cuda_persist_wanted): a zeroing launch, then P. Same workspace as the large sort. */
+cudaError_t mr_cuda_launch_persist_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                        const float* topk_weights, void* workspace, cudaStream_t stream);
+
 /* Route for T*k above the one-launch bound (entry.cu). Takes the large path when
  * it fits (!mr_cuda_large_v1 and the first launch's shared memory
  * fits 48 KB: every configuration except grouped selection with E > 768, or

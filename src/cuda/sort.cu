@@ -305,6 +305,8 @@ __global__ void __launch_bounds__(MR_SORT_THREADS)
 extern "C" cudaError_t mr_cuda_launch_general_sort(const mr_config* cfg, const mr_sort_out* o,
                                                    const int32_t* topk_ids, const float* topk_weights,
                                                    void* workspace, cudaStream_t stream) {
+  if (mr_cuda_persist_wanted(cfg))
+    return mr_cuda_launch_persist_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
   if (!mr_cuda_large_v1(o->moe_buf_bytes))
     return mr_cuda_launch_large_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
   int64_t ce, nc;
