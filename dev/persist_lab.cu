@@ -156,6 +156,68 @@ __global__ void k_mix(const uint4* rows, int64_t T, uint32_t* out, uint4* buf, s
   if ((mode == 1 || mode == 3 || mode == 4) && threadIdx.x == 0) bulk_wait_all();
 }
 
+
+/* ---- 4. where a cooperative launch puts its clear CTAs; 5. load latency under a clear ---- */
+
+__device__ __forceinline__ unsigned long long gtime(void) {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ uint32_t smid(void) {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(r));
+  return r;
+}
+/* q = 0: CTAs [0, C) clear; q >= 2: every q-th CTA clears. The others spin `ns`. */
+__global__ void __launch_bounds__(256, 3) k_place(uint4* buf, size_t units, uint32_t C, uint32_t q,
+                                                  unsigned long long ns, uint32_t* sm_of) {
+  const uint32_t b = blockIdx.x;
+  const bool clr = q ? b % q == 0 : b < C;
+  if (clr) {
+    const uint32_t ci = q ? b / q : b;
+    if (threadIdx.x == 0) sm_of[ci] = smid();
+    const size_t n = (size_t)C * 256;
+    const uint4 z = make_uint4(0, 0, 0, 0);
+    size_t i = (size_t)ci * 256 + threadIdx.x;
+    for (; i + 3 * n < units; i += 4 * n) {
+      __stcs(buf + i, z);
+      __stcs(buf + i + n, z);
+      __stcs(buf + i + 2 * n, z);
+      __stcs(buf + i + 3 * n, z);
+    }
+    for (; i < units; i += n) __stcs(buf + i, z);
+    return;
+  }
+  if (threadIdx.x == 0 && ns) {
+    const unsigned long long t0 = gtime();
+    while (gtime() - t0 < ns) {
+    }
+  }
+  __syncthreads();
+}
+
+/* CTA 0 lane 0: `steps` dependent loads through chain[] (every step a new line far
+ * away); CTAs 1..C clear grid-stride meanwhile (C = 0: alone). ns_out = ns per load. */
+__global__ void k_probe(const uint32_t* chain, int steps, uint4* buf, size_t units, uint32_t C, double* ns_out,
+                        uint32_t* sink) {
+  if (blockIdx.x == 0) {
+    if (threadIdx.x == 0) {
+      uint32_t j = 0;
+      const unsigned long long t0 = gtime();
+      for (int s = 0; s < steps; ++s) j = __ldcg(chain + j);
+      const unsigned long long t1 = gtime();
+      *ns_out = (double)(t1 - t0) / steps;
+      *sink = j;
+    }
+    return;
+  }
+  const uint32_t ci = blockIdx.x - 1;
+  const size_t n = (size_t)C * 256;
+  const uint4 z = make_uint4(0, 0, 0, 0);
+  for (size_t i = (size_t)ci * 256 + threadIdx.x; i < units; i += n) __stcs(buf + i, z);
+}
+
 /* ---- driver ------------------------------------------------------------------------ */
 
 static cudaStream_t g_s;
@@ -292,6 +354,70 @@ int main(int argc, char** argv) {
         TIME(l, (k_mix<<<grid, 1024, 0, g_s>>>(rows, TT, out, buf, units, 2, 8)));
       }
     }
+  }
+
+  /* 4. placement of the clear CTAs in a cooperative launch of 3 CTAs per SM */
+  {
+    const size_t units = per_token * 16384 / 16;
+    uint32_t* sm_of;
+    CK(cudaMalloc(&sm_of, 4096 * 4));
+    printf("== placement: cooperative, %d clear + %d other CTAs (224 MB)\n", g_sms, 2 * g_sms);
+    for (uint32_t q : {0u, 3u})
+      for (unsigned long long ns : {0ull, 15000ull}) {
+        char l[96];
+        snprintf(l, sizeof l, "clear %s, others spin %llu us", q ? "every 3rd" : "first", ns / 1000);
+        cudaLaunchConfig_t lc;
+        memset(&lc, 0, sizeof lc);
+        lc.gridDim = dim3(3 * g_sms);
+        lc.blockDim = dim3(256);
+        lc.dynamicSmemBytes = 8192;
+        lc.stream = g_s;
+        cudaLaunchAttribute at[1];
+        at[0].id = cudaLaunchAttributeCooperative;
+        at[0].val.cooperative = 1;
+        lc.attrs = at;
+        lc.numAttrs = 1;
+        const uint32_t C = (uint32_t)g_sms;
+        TIME(l, CK(cudaLaunchKernelEx(&lc, k_place, buf, units, C, q, ns, sm_of)));
+        CK(cudaLaunchKernelEx(&lc, k_place, buf, units, C, q, ns, sm_of));
+        CK(cudaStreamSynchronize(g_s));
+        uint32_t h[4096];
+        CK(cudaMemcpy(h, sm_of, C * 4, cudaMemcpyDeviceToHost));
+        int seen[1024] = {0}, distinct = 0, most = 0;
+        for (uint32_t i = 0; i < C; ++i)
+          if (h[i] < 1024) {
+            if (seen[h[i]]++ == 0) distinct++;
+            if (seen[h[i]] > most) most = seen[h[i]];
+          }
+        printf("   clear CTAs on %d distinct SMs (at most %d on one)\n", distinct, most);
+      }
+    CK(cudaFree(sm_of));
+  }
+
+  /* 5. dependent-load latency, alone and beside a clear at the memset's rate */
+  {
+    const size_t N = (size_t)64 << 20; /* 256 MB of chain words */
+    uint32_t* chain;
+    CK(cudaMalloc(&chain, N * 4));
+    uint32_t* h = (uint32_t*)malloc(N * 4);
+    const size_t jump = 65537 * 16 + 5; /* ~4 MB: a new line every step */
+    for (size_t i = 0; i < N; ++i) h[i] = (uint32_t)((i + jump) % N);
+    CK(cudaMemcpy(chain, h, N * 4, cudaMemcpyHostToDevice));
+    free(h);
+    double* d_ns;
+    uint32_t* sink;
+    CK(cudaMalloc(&d_ns, 8));
+    CK(cudaMalloc(&sink, 4));
+    const size_t units = per_token * 16384 / 16;
+    printf("== dependent loads (L2 misses), ns per load\n");
+    for (uint32_t C : {0u, 66u, 132u, 264u}) {
+      k_probe<<<1 + C, 256, 0, g_s>>>(chain, 40, buf, units, C, d_ns, sink);
+      CK(cudaStreamSynchronize(g_s));
+      double ns;
+      CK(cudaMemcpy(&ns, d_ns, 8, cudaMemcpyDeviceToHost));
+      printf("probe beside %3u clear CTAs: %7.1f ns per load\n", C, ns);
+    }
+    CK(cudaFree(chain));
   }
   CK(cudaDeviceSynchronize());
   printf("done\n");

@@ -334,6 +334,7 @@ typedef struct mr_cuda_tuning {
                             large path: 0 = auto (wherever the device launches cooperative kernels), 1 = the same,
                             -1 = never (the three launches / the run-1 chain as before) */
   int persist_ctas_per_sm; /* P's routing CTAs per SM: 0 = auto (2) */
+  int persist_clear_first; /* 1: P's clear CTAs are its first CTAs (lab call 28b); 0 = interleaved, every q-th */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

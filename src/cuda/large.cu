@@ -81,6 +81,7 @@ typedef struct mr_large_args {
   uint32_t clear_ctas; /* L3 CTAs [0, clear_ctas) clear units [first_units, body_units) */
   uint32_t clear_bulk; /* 1: bulk copies (TMA) from zeroed shared memory; 0: 16-byte stores */
   uint32_t* bar;       /* P's grid-barrier word (zeroed by the launch before P) */
+  uint32_t clear_every; /* P: 0 = CTAs [0, clear_ctas) clear; q >= 2 = CTAs b with b % q == 0 clear */
 } mr_large_args;
 
 /* ---- device helpers ----------------------------------------------------------- */
@@ -567,11 +568,11 @@ __device__ __forceinline__ void mr_large_grid_barrier(uint32_t* bar, uint32_t* t
  * once. Lab call 28 (224 MB): this pattern ran at the memset's rate (53.0
  * against 52.8 us); a contiguous share per CTA ran at 64 - 73 us, bulk copies
  * at 77 - 81. */
-__device__ __forceinline__ void mr_large_stride_clear(const mr_large_args* L) {
+__device__ __forceinline__ void mr_large_stride_clear(const mr_large_args* L, uint32_t b) {
   const size_t n = (size_t)L->clear_ctas * MR_LT, units = L->body_units - L->first_units;
   uint4* p = L->body + L->first_units;
   const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-  size_t i = (size_t)blockIdx.x * MR_LT + threadIdx.x;
+  size_t i = (size_t)b * MR_LT + threadIdx.x;
   for (; i + 3u * n < units; i += 4u * n) {
     __stcs(p + i, z);
     __stcs(p + i + n, z);
@@ -589,11 +590,12 @@ __global__ void __launch_bounds__(MR_LT, 3)
     mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
                             const __grid_constant__ mr_large_args L, const float* weights) {
   extern __shared__ uint4 mr_lp_smem[];
-  if (blockIdx.x < L.clear_ctas) {
-    mr_large_stride_clear(&L);
+  const uint32_t b = blockIdx.x, q = L.clear_every;
+  if (q != 0u ? b % q == 0u : b < L.clear_ctas) {
+    mr_large_stride_clear(&L, q != 0u ? b / q : b);
     return;
   }
-  const uint32_t c = blockIdx.x - L.clear_ctas, E = (uint32_t)L.num_experts;
+  const uint32_t c = q != 0u ? b - b / q - 1u : b - L.clear_ctas, E = (uint32_t)L.num_experts;
   const uint32_t en_bits = mr_large_enabled_bits(o, E, threadIdx.x);
   mr_pdl_wait();
   mr_pdl_launch_dependents();
@@ -871,6 +873,12 @@ static void mr_l_persist_args(const mr_config* cfg, const mr_sort_out* o, void* 
   L->first_units = 0; /* slice 0 still writes the unaligned lead and trail bytes */
   L->clear_ctas = (uint32_t)clear;
   L->clear_bulk = 0;
+  /* the clear CTAs interleaved with the routing CTAs (every q-th) where the counts
+   * allow it exactly, so that they spread over the SMs whatever order the CTAs are
+   * placed in; else first */
+  L->clear_every = 0;
+  if (clear != 0 && !mr_cuda_tune.persist_clear_first && L->chunks % clear == 0)
+    L->clear_every = L->chunks / (uint32_t)clear + 1u;
   *grid = L->chunks + L->clear_ctas;
   int per = 0;
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, mr_large_persist_kernel, MR_LT,
