@@ -331,10 +331,9 @@ typedef struct mr_cuda_tuning {
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8, E >= 16 and
                             T*k <= 40, or 64 for E <= 256: mr_tiny_onepass_wanted), 1 = always, -1 = never */
   int persist;           /* the persistent launch P of large.cu (v11) for the sort / route calls that reach the
-                            large path: 0 = auto (wherever the device launches cooperative kernels), 1 = the same,
-                            -1 = never (the three launches / the run-1 chain as before) */
-  int persist_ctas_per_sm; /* P's routing CTAs per SM: 0 = auto (2) */
-  int persist_clear_first; /* 1: P's clear CTAs are its first CTAs (lab call 28b); 0 = interleaved, every q-th */
+                            large path: 0 = auto (with a moe_buf, where the device launches cooperative kernels),
+                            1 = also without a moe_buf, -1 = never (the three launches / the run-1 chain) */
+  int persist_ctas_per_sm; /* P's CTAs per SM: 0 = auto (2) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -80,8 +80,8 @@ typedef struct mr_large_args {
   uint32_t lead_bytes, trail_bytes; /* < 16 each, written by L1's slice 0 */
   uint32_t clear_ctas; /* L3 CTAs [0, clear_ctas) clear units [first_units, body_units) */
   uint32_t clear_bulk; /* 1: bulk copies (TMA) from zeroed shared memory; 0: 16-byte stores */
-  uint32_t* bar;       /* P's grid-barrier word (zeroed by the launch before P) */
-  uint32_t clear_every; /* P: 0 = CTAs [0, clear_ctas) clear; q >= 2 = CTAs b with b % q == 0 clear */
+  uint32_t* bar;       /* P: the grid-barrier word, and the clear's piece counter at bar[MR_LP_NEXT]
+                          (both zeroed by the launch before P) */
 } mr_large_args;
 
 /* ---- device helpers ----------------------------------------------------------- */
@@ -94,6 +94,11 @@ __device__ __forceinline__ int64_t mr_l_split(int64_t n, uint32_t parts, uint32_
 __device__ __forceinline__ size_t mr_l_split_sz(size_t n, uint32_t parts, uint32_t i) {
   return (size_t)(((unsigned long long)n * (unsigned long long)i) / (unsigned long long)parts);
 }
+
+/* The barrier of the routing warps (threads [0, 256)) of an L1 / L3 / P CTA. In
+ * the 256-thread CTAs of the three launches it is the CTA barrier; P's CTAs have
+ * clearing warps beside them (threads >= 256) that never wait on it. */
+__device__ __forceinline__ void mr_l_sync(void) { asm volatile("bar.sync 1, %0;" ::"n"(MR_LT) : "memory"); }
 
 /* Rank of this lane's entry (expert e, or MR_L_NONE) among the entries of the
  * same expert that this warp has seen: earlier calls, then lower lanes. Advances
@@ -363,7 +368,7 @@ __device__ __forceinline__ void mr_large_count_body(const int32_t* ids, const mr
       if (i < i1) L.codes[i] = ev[j] == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | ev[j];
     }
   }
-  __syncthreads();
+  mr_l_sync();
   mr_large_publish(&L, smem, c);
 }
 
@@ -462,7 +467,7 @@ __device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const 
   }
   const unsigned long long incl = mr_warp_incl_scan64(sum, lane);
   if (lane == 31) s_w64[warp] = incl;
-  __syncthreads();
+  mr_l_sync();
   unsigned long long before = 0ull, total = 0ull;
 #pragma unroll
   for (uint32_t w = 0; w < MR_LW; ++w) {
@@ -482,7 +487,7 @@ __device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const 
     }
     run += v[q];
   }
-  __syncthreads();
+  mr_l_sync();
 
   /* 2. this warp's slice: entries [t0*k, t1*k), 128 per pass (4 code loads in flight) */
   const uint32_t s = c * MR_LW + warp;
@@ -543,14 +548,13 @@ __global__ void __launch_bounds__(MR_LT)
  * the same bodies as the three launches (same chunks, same codes), so the
  * outputs are the same bits. */
 
-/* Grid barrier among the G routing CTAs. `bar` was zeroed by the launch before
- * P (the gate launch's clear CTA in route, mr_large_zero_kernel in sort) and
+/* Grid barrier among the G CTAs. `bar` was zeroed by mr_large_zero_kernel and
  * every barrier adds G, so barrier j is complete at (j + 1) * G. The
  * cooperative launch keeps every CTA resident, so the spin never waits on a CTA
  * that has no SM. Release / acquire at GPU scope around the arrival; what other
  * CTAs wrote is read with __ldcg (L1 is not coherent). */
 __device__ __forceinline__ void mr_large_grid_barrier(uint32_t* bar, uint32_t* target, uint32_t G) {
-  __syncthreads();
+  mr_l_sync();
   if (threadIdx.x == 0) {
     *target += G;
     __threadfence();
@@ -561,41 +565,52 @@ __device__ __forceinline__ void mr_large_grid_barrier(uint32_t* bar, uint32_t* t
     } while ((int32_t)(v - *target) < 0);
     __threadfence();
   }
-  __syncthreads();
+  mr_l_sync();
 }
 
-/* P's clear CTAs: 16-byte streaming stores, grid-stride over all of them at
- * once. Lab call 28 (224 MB): this pattern ran at the memset's rate (53.0
- * against 52.8 us); a contiguous share per CTA ran at 64 - 73 us, bulk copies
- * at 77 - 81. */
-__device__ __forceinline__ void mr_large_stride_clear(const mr_large_args* L, uint32_t b) {
-  const size_t n = (size_t)L->clear_ctas * MR_LT, units = L->body_units - L->first_units;
-  uint4* p = L->body + L->first_units;
+/* P's clearing warps (MR_LP_CW per CTA, threads >= 256): 16 KB pieces of the
+ * moe_buf body taken in order from a counter (zeroed with the barrier word), 16-byte
+ * streaming stores. Every CTA has them, so the clear spreads over the SMs whatever
+ * order the CTAs are placed in (lab call 29: 132 clear CTAs, the first 132 of a
+ * cooperative launch of 396, landed on 116 SMs, up to 3 on one, and took 93 us for
+ * 224 MB; one per SM, 53 us, the memset's rate), and the pieces balance the SMs
+ * that hold more CTAs. */
+#define MR_LP_CW 4              /* clearing warps per P CTA */
+#define MR_LP_PIECE 1024u       /* units (16 B) per piece: 16 KB */
+#define MR_LP_NEXT 32           /* word of the piece counter after the barrier word (its own line) */
+__device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L) {
+  const uint32_t lane = threadIdx.x & 31u;
+  const size_t units = L->body_units;
   const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-  size_t i = (size_t)b * MR_LT + threadIdx.x;
-  for (; i + 3u * n < units; i += 4u * n) {
-    __stcs(p + i, z);
-    __stcs(p + i + n, z);
-    __stcs(p + i + 2u * n, z);
-    __stcs(p + i + 3u * n, z);
+  for (;;) {
+    uint32_t j = 0u;
+    if (lane == 0) j = atomicAdd(L->bar + MR_LP_NEXT, 1u);
+    j = __shfl_sync(MR_FULL_MASK, j, 0);
+    const size_t u0 = (size_t)j * MR_LP_PIECE;
+    if (u0 >= units) return; /* warp-uniform */
+    if (u0 + MR_LP_PIECE <= units) {
+#pragma unroll 8
+      for (uint32_t q = 0; q < MR_LP_PIECE / 32u; ++q) __stcs(L->body + u0 + q * 32u + lane, z);
+    } else {
+      for (size_t u = u0 + lane; u < units; u += 32u) __stcs(L->body + u, z);
+    }
   }
-  for (; i < units; i += n) __stcs(p + i, z);
 }
 
-/* CTAs [0, clear_ctas) clear (no wait: the launch before P waited for the
- * caller's work before it let P start); CTAs [clear_ctas, + G) route. Shared
- * memory: L1's counters, then L3's tables. 3 CTAs per SM (2 routing + 1 clear)
- * under the register cap. */
-__global__ void __launch_bounds__(MR_LT, 3)
+/* Threads [0, 256) route (L1, barrier, L2, barrier, L3), threads [256, 256 +
+ * 32 * MR_LP_CW) clear from the start without waiting: every launch before P in the
+ * call waited for the caller's work before it let its successor start, and the
+ * zeroing launch has completed (mr_l_launch_zero). Shared memory: L1's counters, then
+ * L3's tables. Two CTAs per SM under the register cap. */
+__global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
                             const __grid_constant__ mr_large_args L, const float* weights) {
   extern __shared__ uint4 mr_lp_smem[];
-  const uint32_t b = blockIdx.x, q = L.clear_every;
-  if (q != 0u ? b % q == 0u : b < L.clear_ctas) {
-    mr_large_stride_clear(&L, q != 0u ? b / q : b);
+  if (threadIdx.x >= MR_LT) {
+    mr_large_piece_clear(&L);
     return;
   }
-  const uint32_t c = q != 0u ? b - b / q - 1u : b - L.clear_ctas, E = (uint32_t)L.num_experts;
+  const uint32_t c = blockIdx.x, E = (uint32_t)L.num_experts;
   const uint32_t en_bits = mr_large_enabled_bits(o, E, threadIdx.x);
   mr_pdl_wait();
   mr_pdl_launch_dependents();
@@ -612,7 +627,12 @@ __global__ void __launch_bounds__(MR_LT, 3)
  * in the stream (which may be an earlier call using the same workspace) is done. */
 __global__ void mr_large_zero_kernel(uint32_t* bar) {
   mr_pdl_wait();
-  if (threadIdx.x == 0) *bar = 0u;
+  if (threadIdx.x == 0) {
+    bar[0] = 0u;
+    bar[MR_LP_NEXT] = 0u;
+    __threadfence(); /* performed before P's clearing warps, which start at the trigger, take a piece */
+  }
+  __syncthreads(); /* no thread triggers before the zeroing is done */
   mr_pdl_launch_dependents();
 }
 
@@ -654,7 +674,7 @@ extern "C" size_t mr_cuda_large_sort_workspace(const mr_config* cfg) {
   const size_t E = (size_t)cfg->num_experts, G = (size_t)mr_l_max_chunks(cfg);
   const size_t n = (size_t)cfg->num_tokens * (size_t)cfg->top_k;
   return MR_L_ALIGN(E * G * 4u) + MR_L_ALIGN(E * 4u) + MR_L_ALIGN(G * MR_LW * E * 4u) + MR_L_ALIGN(n * 4u) +
-         MR_L_ALIGN(4u); /* P's barrier word */
+         MR_L_ALIGN(4u * (MR_LP_NEXT + 1)); /* P's barrier word and piece counter */
 }
 
 /* The moe_buf clear is "large" when it takes longer than routing could hide
@@ -835,11 +855,12 @@ static size_t mr_l_persist_smem(const mr_config* cfg) {
 }
 
 static int mr_coop_ok[64];
-/* 1 when P takes the sort above the mid bound (the large path's place): the
- * knob, a device that launches cooperative kernels. */
+/* 1 when P takes the sort / route calls that reach the large path: with a moe_buf
+ * to clear (lab call 29: without one, two grid barriers cost more than the two PDL
+ * launch boundaries they replace, sort alone 16.0 against 13.4 us at T = 16384), or
+ * the knob; and a device that launches cooperative kernels. */
 extern "C" int mr_cuda_persist_wanted(const mr_config* cfg) {
-  (void)cfg;
-  if (mr_cuda_tune.persist < 0) return 0;
+  if (mr_cuda_tune.persist < 0 || (mr_cuda_tune.persist == 0 && cfg->moe_buf_bytes == 0)) return 0;
   int dev = 0, v = 0;
   if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
     (void)cudaGetLastError();
@@ -855,44 +876,31 @@ extern "C" int mr_cuda_persist_wanted(const mr_config* cfg) {
   return mr_coop_ok[dev] > 0;
 }
 
-/* L for P: G = routing CTAs (2 per SM, or the knob), moe_buf cleared entirely by
- * P's clear CTAs (1 per SM, or the knob, >= 64 KB each). *grid = 0 when the
- * launch would not fit resident (then the caller takes the three launches). */
+/* L for P: G = CTAs (2 per SM, or the knob), moe_buf cleared entirely by P's
+ * clearing warps. *grid = 0 when the launch would not fit resident (then the
+ * caller takes the three launches). */
+#define MR_LP_THREADS (MR_LT + 32 * MR_LP_CW)
 static void mr_l_persist_args(const mr_config* cfg, const mr_sort_out* o, void* workspace, mr_large_args* L,
                               unsigned* grid) {
   const int per_sm = mr_cuda_tune.persist_ctas_per_sm > 0 ? mr_cuda_tune.persist_ctas_per_sm : 2;
   mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), L);
-  const int sms = mr_cuda_sm_count();
-  size_t clear = 0;
-  if (L->body_units > 0) {
-    const int cps = mr_cuda_tune.clear_ctas_per_sm > 0 ? mr_cuda_tune.clear_ctas_per_sm : 1;
-    clear = (size_t)sms * (size_t)cps;
-    const size_t by_size = (L->body_units * 16u + 65535u) / 65536u;
-    if (clear > by_size) clear = by_size;
-  }
   L->first_units = 0; /* slice 0 still writes the unaligned lead and trail bytes */
-  L->clear_ctas = (uint32_t)clear;
+  L->clear_ctas = 0;
   L->clear_bulk = 0;
-  /* the clear CTAs interleaved with the routing CTAs (every q-th) where the counts
-   * allow it exactly, so that they spread over the SMs whatever order the CTAs are
-   * placed in; else first */
-  L->clear_every = 0;
-  if (clear != 0 && !mr_cuda_tune.persist_clear_first && L->chunks % clear == 0)
-    L->clear_every = L->chunks / (uint32_t)clear + 1u;
-  *grid = L->chunks + L->clear_ctas;
+  *grid = L->chunks;
   int per = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, mr_large_persist_kernel, MR_LT,
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, mr_large_persist_kernel, MR_LP_THREADS,
                                                     mr_l_persist_smem(cfg)) != cudaSuccess) {
     (void)cudaGetLastError();
     per = 0;
   }
-  if ((int64_t)*grid > (int64_t)per * sms) *grid = 0;
+  if ((int64_t)*grid > (int64_t)per * mr_cuda_sm_count()) *grid = 0;
 }
 
 static cudaError_t mr_l_launch_persist(const mr_config* cfg, const mr_sort_out* o, const mr_large_args* L,
                                        unsigned grid, const int32_t* ids, const float* weights, int pdl,
                                        cudaStream_t stream) {
-  cudaLaunchConfig_t lc = mr_launch_config(grid, MR_LT, mr_l_persist_smem(cfg), stream);
+  cudaLaunchConfig_t lc = mr_launch_config(grid, MR_LP_THREADS, mr_l_persist_smem(cfg), stream);
   cudaLaunchAttribute attr[2];
   memset(attr, 0, sizeof attr);
   attr[0].id = cudaLaunchAttributeCooperative;
@@ -906,6 +914,18 @@ static cudaError_t mr_l_launch_persist(const mr_config* cfg, const mr_sort_out* 
   return cudaSuccess;
 }
 
+/* P's first launch: zeroes the barrier word and the piece counter. P's clearing
+ * warps take pieces before they wait for anything: they start only once every CTA
+ * of the launch before P has passed its own wait (PDL), so that launch cannot be
+ * the zeroing one (its write would race with them); the zeroing launch runs first,
+ * and has completed before the launch after it lets P start. */
+static cudaError_t mr_l_launch_zero(const mr_large_args* L, cudaStream_t stream) {
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t z = mr_l_config(1, 32, 0, stream, mr_l_pdl(), &attr);
+  MR_TRY(cudaLaunchKernelEx(&z, mr_large_zero_kernel, L->bar));
+  return cudaSuccess;
+}
+
 /* Sort by P: a one-thread launch zeroes the barrier word, then P (PDL between
  * them: P's clear CTAs start as soon as the zeroing launch has waited for the
  * caller's work). Falls back to the three launches when P would not fit. */
@@ -916,11 +936,8 @@ extern "C" cudaError_t mr_cuda_launch_persist_sort(const mr_config* cfg, const m
   unsigned grid = 0;
   mr_l_persist_args(cfg, o, workspace, &L, &grid);
   if (grid == 0) return mr_cuda_launch_large_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
-  const int pdl = mr_l_pdl();
-  cudaLaunchAttribute attr;
-  cudaLaunchConfig_t z = mr_l_config(1, 32, 0, stream, pdl, &attr);
-  MR_TRY(cudaLaunchKernelEx(&z, mr_large_zero_kernel, L.bar));
-  return mr_l_launch_persist(cfg, o, &L, grid, topk_ids, topk_weights, pdl, stream);
+  MR_TRY(mr_l_launch_zero(&L, stream));
+  return mr_l_launch_persist(cfg, o, &L, grid, topk_ids, topk_weights, mr_l_pdl(), stream);
 }
 
 /* Route above the one-launch bounds: the chain (gate kernel, then the general
@@ -968,15 +985,16 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
   const size_t smem = mr_l_route_smem(cfg, a);
   if (mr_cuda_persist_wanted(cfg)) {
-    /* the gate kernel into the caller's top-k or the workspace, its clear CTA
-     * zeroing P's barrier word; then P (PDL between them), which clears moe_buf */
+    /* the zeroing launch, the gate kernel into the caller's top-k or the
+     * workspace, then P, which clears moe_buf (PDL between them) */
     mr_large_args L;
     unsigned grid = 0;
     mr_l_persist_args(cfg, o, workspace, &L, &grid);
     if (grid != 0) {
       int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
       float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
-      cudaError_t err = mr_cuda_launch_gate_clear(cfg, a, ids, wts, (unsigned char*)L.bar, 4u, stream);
+      cudaError_t err = mr_l_launch_zero(&L, stream);
+      if (err == cudaSuccess) err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
       if (err == cudaSuccess) err = mr_l_launch_persist(cfg, o, &L, grid, ids, wts, mr_l_pdl(), stream);
       return err;
     }
