@@ -43,17 +43,18 @@ static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 90071992547409
 
 typedef struct Variant {
   const char* name;
-  int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb, persist, persist_per_sm, force;
+  int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb, persist, persist_per_sm, force, gate_tpsm;
 } Variant;
 /* general_v1: 0 = automatic, 1 = the run-1 chain, 2 = large.cu (mr_cuda_tuning); persist: the
  * persistent launch P (v11): 0 = automatic, 1 = on, -1 = off; force: the large path also
  * below the mid sort's bound */
 static const Variant VARIANTS[] = {
-    {"auto", 0, 0, 0, 0, 0, 0, 0, 0, 0},           {"old auto (no P)", 0, 0, 0, 0, 0, 0, -1, 0, 0},
-    {"P always", 0, 0, 0, 0, 0, 0, 1, 0, 0},       {"P 1/SM", 0, 0, 0, 0, 0, 0, 1, 1, 0},
-    {"P 3/SM", 0, 0, 0, 0, 0, 0, 1, 3, 0},         {"P no PDL", 0, 1, 0, 0, 0, 0, 1, 0, 0},
-    {"P forced", 0, 0, 0, 0, 0, 0, 1, 0, 1},       {"large.cu", 2, 0, 0, 0, 0, 0, -1, 0, 0},
-    {"v1 (fallback)", 1, 0, 0, 0, 0, 0, -1, 0, 0},
+    {"auto", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},            {"old auto (no P)", 0, 0, 0, 0, 0, 0, -1, 0, 0, 0},
+    {"P gate uncapped", 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {"P gate 256/SM", 0, 0, 0, 0, 0, 0, 0, 0, 0, 256},
+    {"P 1/SM", 0, 0, 0, 0, 0, 0, 0, 1, 0, 0},          {"P 1/SM gate 1024", 0, 0, 0, 0, 0, 0, 0, 1, 0, 1024},
+    {"P no PDL", 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},        {"P always", 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
+    {"P forced", 0, 0, 0, 0, 0, 0, 1, 0, 1, 0},        {"large.cu", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0},
+    {"v1 (fallback)", 1, 0, 0, 0, 0, 0, -1, 0, 0, 0},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static void set_variant(int v) {
@@ -68,6 +69,7 @@ static void set_variant(int v) {
   mr_cuda_tune.persist = x->persist;
   mr_cuda_tune.persist_ctas_per_sm = x->persist_per_sm;
   mr_cuda_tune.force_general = x->force;
+  mr_cuda_tune.persist_gate_tpsm = x->gate_tpsm;
 }
 
 /* ---- shapes ------------------------------------------------------------------------- */

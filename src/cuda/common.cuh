@@ -334,6 +334,7 @@ typedef struct mr_cuda_tuning {
                             large path: 0 = auto (with a moe_buf, where the device launches cooperative kernels),
                             1 = also without a moe_buf, -1 = never (the three launches / the run-1 chain) */
   int persist_ctas_per_sm; /* P's CTAs per SM: 0 = auto (2) */
+  int persist_gate_tpsm;  /* route with P: the gate launch's threads per SM: 0 = auto (512), -1 = no cap */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -380,6 +381,10 @@ cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int
 cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                       float* topk_weights, unsigned char* clear_buf, size_t clear_bytes,
                                       cudaStream_t stream);
+
+/* The same with at most threads_per_sm of the gate launch's threads per SM (0 = no cap). */
+cudaError_t mr_cuda_launch_gate_capped(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
+                                       float* topk_weights, unsigned threads_per_sm, cudaStream_t stream);
 
 /* sort.cu: the one-launch sort for small T*k, and the general multi-kernel sort. */
 int mr_cuda_small_sort_fits(const mr_config* cfg);

@@ -24,6 +24,20 @@ static uint32_t mr_gate_scratch_words(const mr_gate_args* a) {
   return (w + 3u) & ~3u;
 }
 
+/* A cap on the gate launch's threads per SM for the current call (0 = none): set
+ * only around mr_cuda_launch_gate_capped (thread-local, so concurrent callers do
+ * not see each other's). */
+static __thread unsigned mr_gate_threads_cap = 0;
+/* grid, at most `cap` CTAs of `threads` threads, and within the call's cap per SM */
+static int64_t mr_gate_grid(int64_t grid, int64_t cap, unsigned threads) {
+  if (mr_gate_threads_cap != 0) {
+    const unsigned per = mr_gate_threads_cap / threads;
+    const int64_t c = (int64_t)mr_cuda_sm_count() * (per > 0 ? per : 1);
+    if (c < cap) cap = c;
+  }
+  return grid < cap ? grid : cap;
+}
+
 template <int DT, int EPL, int KIND>
 __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids,
                                                       float* topk_weights, uint32_t scratch_words, int dry_warp,
@@ -126,9 +140,7 @@ template <int DT, int EPS, int LPR, int L>
 static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float* topk_weights,
                                    unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
   constexpr int RPC = (MR_SEG_THREADS / 32) * (32 / LPR); /* rows per CTA step */
-  int64_t grid = (p->num_tokens + RPC - 1) / RPC;
-  const int64_t cap = (int64_t)mr_cuda_sm_count() * 16;
-  if (grid > cap) grid = cap;
+  const int64_t grid = mr_gate_grid((p->num_tokens + RPC - 1) / RPC, (int64_t)mr_cuda_sm_count() * 16, MR_SEG_THREADS);
   const unsigned clear = clear_bytes > 0 ? (unsigned)mr_cuda_clear_ctas(clear_bytes, MR_SEG_THREADS) : 0u;
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, MR_SEG_THREADS, 0, stream);
   cudaLaunchAttribute attr[1];
@@ -245,9 +257,7 @@ static cudaError_t mr_launch_wide_t(const mr_gate_p* p0, int32_t* topk_ids, floa
                                     unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
   mr_gate_p p = *p0;
   if (KIND == MR_KIND_GROUPED) p.group_reg_lanes = p.group_size / (EPL / MR_WIDE_WARPS); /* lanes per group here */
-  int64_t grid = p.num_tokens;
-  const int64_t cap = (int64_t)mr_cuda_sm_count() * 8;
-  if (grid > cap) grid = cap;
+  const int64_t grid = mr_gate_grid(p.num_tokens, (int64_t)mr_cuda_sm_count() * 8, MR_WIDE_THREADS);
   const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, MR_WIDE_THREADS, 0, stream);
   cudaLaunchAttribute attr[1];
@@ -313,9 +323,7 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   const int warm = T <= 128 && !mr_cuda_perf.no_warm;
   const unsigned live = T <= 128 ? 1u : 4u;
   const unsigned warps = live + (warm ? 1u : 0u);
-  int64_t grid = (T + live - 1) / live;
-  const int64_t cap = (int64_t)mr_cuda_sm_count() * 64;
-  if (grid > cap) grid = cap;
+  const int64_t grid = mr_gate_grid((T + live - 1) / live, (int64_t)mr_cuda_sm_count() * 64, warps * 32u);
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
   const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, (size_t)sw * warps * 4u, stream);
@@ -370,4 +378,15 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
 #undef MR_GATE_CASE
 #undef MR_GATE_LAUNCH
   return cudaErrorInvalidConfiguration; /* unreachable: the dispatch checked the list */
+}
+
+/* The gate launch with at most threads_per_sm of its threads per SM (grid-stride
+ * beyond): route's gate launch before P (large.cu), so that P's CTAs find room
+ * beside it from the start and their clearing warps run under the gating. */
+extern "C" cudaError_t mr_cuda_launch_gate_capped(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
+                                                  float* topk_weights, unsigned threads_per_sm, cudaStream_t stream) {
+  mr_gate_threads_cap = threads_per_sm;
+  const cudaError_t err = mr_cuda_launch_gate_clear(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
+  mr_gate_threads_cap = 0;
+  return err;
 }

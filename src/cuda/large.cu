@@ -986,7 +986,10 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   const size_t smem = mr_l_route_smem(cfg, a);
   if (mr_cuda_persist_wanted(cfg)) {
     /* the zeroing launch, the gate kernel into the caller's top-k or the
-     * workspace, then P, which clears moe_buf (PDL between them) */
+     * workspace, then P, which clears moe_buf (PDL between them). The gate launch
+     * keeps to 512 threads per SM so that P's CTAs (2 x 384 threads) come up beside
+     * it and clear under the gating (lab call 30: without the cap, P started after
+     * the gate and route + buf cost the same with or without PDL) */
     mr_large_args L;
     unsigned grid = 0;
     mr_l_persist_args(cfg, o, workspace, &L, &grid);
@@ -994,7 +997,9 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
       int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
       float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
       cudaError_t err = mr_l_launch_zero(&L, stream);
-      if (err == cudaSuccess) err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
+      const int knob = mr_cuda_tune.persist_gate_tpsm;
+      const unsigned cap = knob < 0 ? 0u : knob > 0 ? (unsigned)knob : 512u;
+      if (err == cudaSuccess) err = mr_cuda_launch_gate_capped(cfg, a, ids, wts, cap, stream);
       if (err == cudaSuccess) err = mr_l_launch_persist(cfg, o, &L, grid, ids, wts, mr_l_pdl(), stream);
       return err;
     }
