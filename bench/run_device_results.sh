@@ -5,6 +5,7 @@
 # (every preset, kernel/graph/eager). Files under $OUT: the CSVs, ctest.log and env.log as
 # they are, the other logs in logs.tgz.
 # Usage on the device, repo root: COMMIT=<sha> bash bench/run_device_results.sh
+# (optional parts below: WIDE_LAB, LARGE_LAB, CUDA_CHECK, VERIFY_SEEDS)
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 O=${OUT:?}; T0=$SECONDS
@@ -15,6 +16,18 @@ echo "build $((SECONDS-T0)) s" >> $O/env.log
 ( timeout ${CTEST_S:-150} ctest --test-dir $B -j 8 -V --timeout 600 > $O/ctest.log 2>&1; echo "ctest rc=$?" >> $O/ctest.log ) &
 ( timeout ${LARGE_S:-100} $B/tests/gpu/test_cuda --large --group large > $O/test_cuda_large.log 2>&1; echo "large rc=$?" >> $O/test_cuda_large.log ) &
 ( SANITIZE_TIMEOUT=${SANITIZE_S:-120} bash bench/sanitize.sh $B $O/sanitize.log > /dev/null 2>&1 ) &
+# optional (LARGE_LAB=1): dev/large_lab's check of every large-path variant (P included: its
+# moe_buf clear, guards, layouts bit for bit against the CPU sort; --quick: T <= 4097), and the
+# default variant's quick check under memcheck / racecheck / synccheck
+if [ "${LARGE_LAB:-0}" = 1 ]; then
+  ( nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/large_lab.cu $B/libmoeroute.a -o $B/large_lab > $O/large_lab_build.log 2>&1
+    ( timeout ${LARGE_LAB_S:-120} $B/large_lab --no-time --quick > $O/large_lab_check.log 2>&1; echo "rc=$?" >> $O/large_lab_check.log ) &
+    for t in memcheck racecheck synccheck; do
+      ( timeout ${LARGE_LAB_S:-120} compute-sanitizer --tool $t --error-exitcode 9 --print-limit 10 $B/large_lab --no-time --quick --variant 0 > $O/ll_$t.txt 2>&1; echo "rc=$?" >> $O/ll_$t.txt ) &
+    done
+    wait
+    for t in memcheck racecheck synccheck; do echo "== $t"; tail -4 $O/ll_$t.txt; rm -f $O/ll_$t.txt; done > $O/large_lab_sanitize.log 2>&1 ) &
+fi
 wait
 echo "tests $((SECONDS-T0)) s" >> $O/env.log
 MOEROUTE_BIN=$B/tools/moeroute timeout ${SCALING_S:-130} bash bench/scaling.sh $O > $O/scaling.log 2>&1; echo "scaling rc=$?" >> $O/scaling.log
@@ -53,6 +66,7 @@ wait
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 # the device tool returns about eight files: the small logs travel in one tarball
 # (the plot and its table are redrawn from the CSVs: bench/plot_scaling.py)
+[ "${LARGE_LAB:-0}" = 1 ] && LABLOGS="$LABLOGS large_lab_check.log large_lab_sanitize.log"
 LOGS="bench.err build.log sanitize.log test_cuda_large.log scaling.log h200-decode.cmd $LABLOGS"
 tar czf $O/logs.tgz -C $O $LOGS 2>/dev/null
 grep -E "tests passed|tests failed|ctest rc" $O/ctest.log | tail -3
@@ -66,5 +80,6 @@ for f in $LABLOGS; do grep -E "check:|MISMATCH|FAIL" $O/$f | head -3; sed -n '/k
 for sd in ${VERIFY_SEEDS:-}; do echo "verify seed $sd: $(tail -2 $O/verify_$sd.log | tr '\n' ' ')"; done
 [ "${CUDA_CHECK:-0}" -gt 0 ] && tail -3 $O/cuda_check.log
 [ -f $O/wide_lab_tsort_sanitize.log ] && grep -E "==|SUMMARY|rc=" $O/wide_lab_tsort_sanitize.log
+[ -f $O/large_lab_sanitize.log ] && { echo "large_lab check: $(grep -c '^ok' $O/large_lab_check.log) ok, $(tail -2 $O/large_lab_check.log | tr '\n' ' ')"; grep -E "==|SUMMARY|rc=" $O/large_lab_sanitize.log; }
 cat $O/env.log
 (cd $O && rm -f $LOGS h200-scaling.md h200-scaling.png)

@@ -21,6 +21,12 @@
  *          and rows the gate kernel does not            dev/large-notes.md): gate+rank,
  *          segment                                      scan, place: 3 launches chained
  *                                                       by PDL
+ *          otherwise, with a moe_buf and segmented      a zeroing launch, the gate kernel
+ *          rows (16-bit softmax, E <= 256, k <= 8)      (<= 512 threads per SM), then P
+ *                                                       (large.cu: one cooperative launch,
+ *                                                       rank / scan / place with grid
+ *                                                       barriers, and warps that clear
+ *                                                       moe_buf beside them; design 29)
  *          otherwise (a moe_buf, T >= 16384, segmented  the chain: gate kernel (clearing
  *          rows, or a first large.cu launch over 48 KB) 5/8 of moe_buf), then the general
  *                                                       sort (the rest)
@@ -31,8 +37,8 @@
  *          T*k <= 16384                              one launch (mid.cu)
  *          otherwise                                  the large path (rank, scan,
  *                                                     place; 3 launches) without a
- *                                                     moe_buf, the run-1 general sort
- *                                                     with one (mr_cuda_large_v1)
+ *                                                     moe_buf; with one, a zeroing
+ *                                                     launch then P (large.cu, design 29)
  *
  * Every launch is asynchronous on the caller's stream, allocates nothing, reads
  * nothing back, and is graph-capturable (cudaLaunchKernelEx with a cluster and/or

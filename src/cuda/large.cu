@@ -601,7 +601,7 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L) {
  * 32 * MR_LP_CW) clear from the start without waiting: every launch before P in the
  * call waited for the caller's work before it let its successor start, and the
  * zeroing launch has completed (mr_l_launch_zero). Shared memory: L1's counters, then
- * L3's tables. Two CTAs per SM under the register cap. */
+ * L3's tables. One CTA per SM by default; two fit under the register cap. */
 __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
                             const __grid_constant__ mr_large_args L, const float* weights) {
@@ -876,13 +876,15 @@ extern "C" int mr_cuda_persist_wanted(const mr_config* cfg) {
   return mr_coop_ok[dev] > 0;
 }
 
-/* L for P: G = CTAs (2 per SM, or the knob), moe_buf cleared entirely by P's
+/* L for P: G = CTAs (1 per SM, or the knob), moe_buf cleared entirely by P's
  * clearing warps. *grid = 0 when the launch would not fit resident (then the
  * caller takes the three launches). */
 #define MR_LP_THREADS (MR_LT + 32 * MR_LP_CW)
 static void mr_l_persist_args(const mr_config* cfg, const mr_sort_out* o, void* workspace, mr_large_args* L,
                               unsigned* grid) {
-  const int per_sm = mr_cuda_tune.persist_ctas_per_sm > 0 ? mr_cuda_tune.persist_ctas_per_sm : 2;
+  /* 1 per SM (lab call 31, DeepSeek-R1 softmax T = 16384, 1 / 2 per SM: sort + buf
+   * 61.3 / 65.5 us, route + buf 66.0 / 73.0; Kimi-K2 sort + buf 61.3 / 66.4) */
+  const int per_sm = mr_cuda_tune.persist_ctas_per_sm > 0 ? mr_cuda_tune.persist_ctas_per_sm : 1;
   mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), L);
   L->first_units = 0; /* slice 0 still writes the unaligned lead and trail bytes */
   L->clear_ctas = 0;
@@ -984,12 +986,18 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   unsigned char* w = (unsigned char*)workspace;
   const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
   const size_t smem = mr_l_route_smem(cfg, a);
-  if (mr_cuda_persist_wanted(cfg)) {
+  /* P for route where the gate kernel gates by segments (16-bit softmax, E <= 256,
+   * k <= 8): lab call 31, route + buf against the previous default, DeepSeek-R1
+   * softmax 24.2 / 28.2 us at T = 4096, 66.0 / 76.4 at 16384, 256.9 / 303.4 at 65536.
+   * Elsewhere the gate kernel is the long part and, capped, gates slower than the
+   * clear hides (Kimi-K2 T = 16384 150.1 / 130.1, Qwen3-Next 75.6 / 62.7). */
+  if (mr_cuda_persist_wanted(cfg) && (mr_cuda_tune.persist > 0 || mr_cuda_gate_segmented(cfg, a))) {
     /* the zeroing launch, the gate kernel into the caller's top-k or the
      * workspace, then P, which clears moe_buf (PDL between them). The gate launch
-     * keeps to 512 threads per SM so that P's CTAs (2 x 384 threads) come up beside
-     * it and clear under the gating (lab call 30: without the cap, P started after
-     * the gate and route + buf cost the same with or without PDL) */
+     * keeps to 512 threads per SM so that P's CTA (384 threads) comes up beside it
+     * and clears under the gating (lab call 30: without the cap, P started after
+     * the gate and route + buf cost the same with or without PDL; lab call 31: with
+     * it, 1 P CTA per SM, 69.3 -> 66.0 us at T = 16384) */
     mr_large_args L;
     unsigned grid = 0;
     mr_l_persist_args(cfg, o, workspace, &L, &grid);
