@@ -331,11 +331,11 @@ typedef struct mr_cuda_tuning {
                             (token masks per expert, mr_tiny_onepass) where U >= T: 0 = auto (T <= 8, E >= 16 and
                             T*k <= 40, or 64 for E <= 256: mr_tiny_onepass_wanted), 1 = always, -1 = never */
   int persist;           /* the persistent launch P of large.cu (v11) for the sort / route calls that reach the
-                            large path: 0 = auto (with a moe_buf, where the device launches cooperative kernels;
-                            route only where the gate kernel gates by segments), 1 = also without a moe_buf and
-                            for every route, -1 = never (the three launches / the run-1 chain) */
+                            large path: 0 = auto (with a moe_buf, where the device launches cooperative kernels),
+                            1 = also without a moe_buf, -1 = never (the three launches / the run-1 chain) */
   int persist_ctas_per_sm; /* P's CTAs per SM: 0 = auto (1) */
-  int persist_gate_tpsm;  /* route with P: the gate launch's threads per SM: 0 = auto (512), -1 = no cap */
+  int persist_gate_tpsm;  /* route with P: the gate launch's threads per SM: 0 = auto (512 where the gate kernel
+                            gates by segments, else none), -1 = no cap */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -21,15 +21,15 @@
  *          and rows the gate kernel does not            dev/large-notes.md): gate+rank,
  *          segment                                      scan, place: 3 launches chained
  *                                                       by PDL
- *          otherwise, with a moe_buf and segmented      a zeroing launch, the gate kernel
- *          rows (16-bit softmax, E <= 256, k <= 8)      (<= 512 threads per SM), then P
- *                                                       (large.cu: one cooperative launch,
- *                                                       rank / scan / place with grid
- *                                                       barriers, and warps that clear
- *                                                       moe_buf beside them; design 29)
- *          otherwise (a moe_buf, T >= 16384, segmented  the chain: gate kernel (clearing
- *          rows, or a first large.cu launch over 48 KB) 5/8 of moe_buf), then the general
- *                                                       sort (the rest)
+ *          otherwise, with a moe_buf                    a zeroing launch, the gate kernel
+ *                                                       (<= 512 threads per SM for segmented
+ *                                                       rows), then P (large.cu: one
+ *                                                       cooperative launch, rank / scan /
+ *                                                       place with grid barriers, and warps
+ *                                                       that clear moe_buf beside them;
+ *                                                       design 29)
+ *          otherwise (T >= 16384, segmented rows, or    the chain: gate kernel, then the
+ *          a first large.cu launch over 48 KB)          general sort
  *   gate   any T                                     gate kernel (or nothing at T = 0);
  *                                                    16-bit softmax rows, E <= 256, k <= 8
  *                                                    by segments of 16/8/4 lanes at large T

@@ -986,12 +986,10 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   unsigned char* w = (unsigned char*)workspace;
   const size_t sort_ws = mr_cuda_general_sort_workspace(cfg); /* >= mr_cuda_large_sort_workspace */
   const size_t smem = mr_l_route_smem(cfg, a);
-  /* P for route where the gate kernel gates by segments (16-bit softmax, E <= 256,
-   * k <= 8): lab call 31, route + buf against the previous default, DeepSeek-R1
-   * softmax 24.2 / 28.2 us at T = 4096, 66.0 / 76.4 at 16384, 256.9 / 303.4 at 65536.
-   * Elsewhere the gate kernel is the long part and, capped, gates slower than the
-   * clear hides (Kimi-K2 T = 16384 150.1 / 130.1, Qwen3-Next 75.6 / 62.7). */
-  if (mr_cuda_persist_wanted(cfg) && (mr_cuda_tune.persist > 0 || mr_cuda_gate_segmented(cfg, a))) {
+  /* P for route with a moe_buf (lab call 31, route + buf against the previous
+   * default, DeepSeek-R1 softmax 24.2 / 28.2 us at T = 4096, 66.0 / 76.4 at 16384,
+   * 256.9 / 303.4 at 65536). */
+  if (mr_cuda_persist_wanted(cfg)) {
     /* the zeroing launch, the gate kernel into the caller's top-k or the
      * workspace, then P, which clears moe_buf (PDL between them). The gate launch
      * keeps to 512 threads per SM so that P's CTA (384 threads) comes up beside it
@@ -1005,8 +1003,12 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
       int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
       float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
       cudaError_t err = mr_l_launch_zero(&L, stream);
+      /* the cap only where the gate kernel gates by segments: elsewhere the gating
+       * is the long part and, capped, slower than the clear hides (lab call 31, Kimi-K2
+       * T = 16384: 150.1 capped against 130.1 before; uncapped, the chain's kernels,
+       * 124.5 in results run 19) */
       const int knob = mr_cuda_tune.persist_gate_tpsm;
-      const unsigned cap = knob < 0 ? 0u : knob > 0 ? (unsigned)knob : 512u;
+      const unsigned cap = knob < 0 ? 0u : knob > 0 ? (unsigned)knob : mr_cuda_gate_segmented(cfg, a) ? 512u : 0u;
       if (err == cudaSuccess) err = mr_cuda_launch_gate_capped(cfg, a, ids, wts, cap, stream);
       if (err == cudaSuccess) err = mr_l_launch_persist(cfg, o, &L, grid, ids, wts, mr_l_pdl(), stream);
       return err;
