@@ -334,8 +334,8 @@ typedef struct mr_cuda_tuning {
                             large path: 0 = auto (with a moe_buf, where the device launches cooperative kernels),
                             1 = also without a moe_buf, -1 = never (the three launches / the run-1 chain) */
   int persist_ctas_per_sm; /* P's CTAs per SM: 0 = auto (1) */
-  int persist_gate_tpsm;  /* route with P: the gate launch's threads per SM: 0 = auto (512 where the gate kernel
-                            gates by segments, else none), -1 = no cap */
+  int persist_gate_tpsm;  /* route with P, segmented rows: the gate launch's threads per SM: 0 = auto (512),
+                            -1 = no cap (other rows: the gate first, uncapped, then zero and P) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -990,26 +990,35 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
    * default, DeepSeek-R1 softmax 24.2 / 28.2 us at T = 4096, 66.0 / 76.4 at 16384,
    * 256.9 / 303.4 at 65536). */
   if (mr_cuda_persist_wanted(cfg)) {
-    /* the zeroing launch, the gate kernel into the caller's top-k or the
-     * workspace, then P, which clears moe_buf (PDL between them). The gate launch
-     * keeps to 512 threads per SM so that P's CTA (384 threads) comes up beside it
-     * and clears under the gating (lab call 30: without the cap, P started after
-     * the gate and route + buf cost the same with or without PDL; lab call 31: with
-     * it, 1 P CTA per SM, 69.3 -> 66.0 us at T = 16384) */
+    /* the zeroing launch and the gate kernel (into the caller's top-k or the
+     * workspace), then P, which clears moe_buf (PDL between them). For segmented
+     * rows the gate launch keeps to 512 threads per SM so that P's CTA (384 threads)
+     * comes up beside it and clears under the gating (lab call 30: without the cap,
+     * P started after the gate and route + buf cost the same with or without PDL;
+     * lab call 31: with it, 1 P CTA per SM, 69.3 -> 66.0 us at T = 16384) */
     mr_large_args L;
     unsigned grid = 0;
     mr_l_persist_args(cfg, o, workspace, &L, &grid);
     if (grid != 0) {
       int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
       float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
-      cudaError_t err = mr_l_launch_zero(&L, stream);
-      /* the cap only where the gate kernel gates by segments: elsewhere the gating
-       * is the long part and, capped, slower than the clear hides (lab call 31, Kimi-K2
-       * T = 16384: 150.1 capped against 130.1 before; uncapped, the chain's kernels,
-       * 124.5 in results run 19) */
+      /* where the gate kernel gates by segments: zero, then the gate capped at 512
+       * threads per SM, so that P's CTAs clear under the gating. Elsewhere the gating
+       * is the long part and the clear beside it slows it more than it hides (results
+       * run 20, Kimi-K2 T = 16384 route + buf 153.1 with the clear under an uncapped
+       * gate, 150.1 capped (lab call 31), against 123.8 for the chain's order): the
+       * gate first, then zero and P, the chain's launches in the chain's order. */
       const int knob = mr_cuda_tune.persist_gate_tpsm;
-      const unsigned cap = knob < 0 ? 0u : knob > 0 ? (unsigned)knob : mr_cuda_gate_segmented(cfg, a) ? 512u : 0u;
-      if (err == cudaSuccess) err = mr_cuda_launch_gate_capped(cfg, a, ids, wts, cap, stream);
+      const int seg = mr_cuda_gate_segmented(cfg, a);
+      const unsigned cap = knob < 0 ? 0u : knob > 0 ? (unsigned)knob : 512u;
+      cudaError_t err = cudaSuccess;
+      if (seg) {
+        err = mr_l_launch_zero(&L, stream);
+        if (err == cudaSuccess) err = mr_cuda_launch_gate_capped(cfg, a, ids, wts, cap, stream);
+      } else {
+        err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
+        if (err == cudaSuccess) err = mr_l_launch_zero(&L, stream);
+      }
       if (err == cudaSuccess) err = mr_l_launch_persist(cfg, o, &L, grid, ids, wts, mr_l_pdl(), stream);
       return err;
     }
