@@ -23,6 +23,12 @@
  *       then write padding and block ids of a share of the experts, and the
  *       totals. A masked expert counts 0: its entries are dropped here.
  *
+ * With a moe_buf (v11, design.md 29) the same three phases run as ONE cooperative
+ * launch, P (mr_large_persist_kernel): grid barriers instead of launch boundaries,
+ * and four more warps per CTA that clear moe_buf from the launch's start (pieces
+ * from a counter), after a one-thread launch that zeroes the barrier word and the
+ * counter. Route then gates with the gate kernel of gate.cu first.
+ *
  * Every L1/L2 thread executes griddepcontrol.launch_dependents first, so L2
  * and then L3 are launched while L1 still runs: L3's clear CTAs start clearing
  * right away, and L2/L3's routing CTAs wait in griddepcontrol.wait (which
