@@ -1938,8 +1938,11 @@ static void group_thresholds(void) {
       {"kimi-k2", 2048, 1, 0},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
       {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
       {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
-      {"kimi-k2", 2925, 2, 0},       /* route's chain with moe_buf: the 5/8 clear in the gate launch from 40 MB
-                                        (nobuf = 2: moe_buf [T, 7168] bf16 uncapped, 41.93 -> 41.95 MB) */
+      {"ds-softmax", 2048, 0, 0},    /* with moe_buf, T*k 16384 -> 16392: the mid pair -> P (zero, the capped
+                                        segment gate, P; design.md 29) */
+      {"kimi-k2", 2048, 0, 0},       /* (fp32 keys: the mid pair -> gate, zero, P) */
+      {"kimi-k2", 2925, 2, 0},       /* a 40 MB moe_buf (nobuf = 2: [T, 7168] bf16 uncapped, 41.93 -> 41.95 MB):
+                                        the run-1 chain's 5/8 split there before P; now gate, zero, P */
       {"kimi-k2", 512, 0, 0},        /* sigmoid rows over four warps (gate.cu, wide): FULL, k <= 8, E <= 384 up to 512 */
       {"deepseek-r1", 256, 1, 0},    /* grouped selection: up to T = 256 */
       {"odd-257", 256, 1, 0},        /* sqrt_softplus, k = 9 > 8: up to T = 256 */
