@@ -21,9 +21,10 @@
  *          and rows the gate kernel does not            dev/large-notes.md): gate+rank,
  *          segment                                      scan, place: 3 launches chained
  *                                                       by PDL
- *          otherwise, with a moe_buf                    a zeroing launch, the gate kernel
- *                                                       (<= 512 threads per SM for segmented
- *                                                       rows), then P (large.cu: one
+ *          otherwise, with a moe_buf                    segmented rows: a zeroing launch, the
+ *                                                       gate kernel (<= 512 threads per SM);
+ *                                                       other rows: the gate kernel, a zeroing
+ *                                                       launch; then P (large.cu: one
  *                                                       cooperative launch, rank / scan /
  *                                                       place with grid barriers, and warps
  *                                                       that clear moe_buf beside them;

@@ -33,9 +33,10 @@
  * and then L3 are launched while L1 still runs: L3's clear CTAs start clearing
  * right away, and L2/L3's routing CTAs wait in griddepcontrol.wait (which
  * returns when the previous launch has completed and its writes are visible;
- * L2 completes only after L1 has, since every L2 thread waits on L1). Nothing
- * reads what another CTA of the same launch writes, and nothing uses atomics
- * on global memory: the outputs are the same bits whatever the timing.
+ * L2 completes only after L1 has, since every L2 thread waits on L1). In the
+ * three launches nothing reads what another CTA of the same launch writes (P does,
+ * after its grid barriers, through L2), and no output depends on an atomic (P's
+ * atomics count barrier arrivals and clear pieces): the same bits whatever the timing.
  * Everything read from the workspace was written earlier in the same call, so
  * it may start uninitialised. Without PDL (knob, or before sm_90) the same
  * launches simply run one after the other.
@@ -87,7 +88,9 @@ typedef struct mr_large_args {
   uint32_t clear_ctas; /* L3 CTAs [0, clear_ctas) clear units [first_units, body_units) */
   uint32_t clear_bulk; /* 1: bulk copies (TMA) from zeroed shared memory; 0: 16-byte stores */
   uint32_t* bar;       /* P: the grid-barrier word, and the clear's piece counter at bar[MR_LP_NEXT]
-                          (both zeroed by the launch before P) */
+                          (both zeroed by mr_large_zero_kernel) */
+  uint32_t clear_wait; /* P: 1 when the zeroing launch is P's direct predecessor: the clearing warps
+                          wait for it (griddepcontrol.wait) before they take a piece */
 } mr_large_args;
 
 /* ---- device helpers ----------------------------------------------------------- */
@@ -604,15 +607,19 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L) {
 }
 
 /* Threads [0, 256) route (L1, barrier, L2, barrier, L3), threads [256, 256 +
- * 32 * MR_LP_CW) clear from the start without waiting: every launch before P in the
- * call waited for the caller's work before it let its successor start, and the
- * zeroing launch has completed (mr_l_launch_zero). Shared memory: L1's counters, then
+ * 32 * MR_LP_CW) clear from the start: every launch before P in the call waited
+ * for the caller's work before it let its successor start, and the zeroing launch
+ * has completed before they take a piece (clear_wait, or a gate launch between). Shared memory: L1's counters, then
  * L3's tables. One CTA per SM by default; two fit under the register cap. */
 __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
                             const __grid_constant__ mr_large_args L, const float* weights) {
   extern __shared__ uint4 mr_lp_smem[];
   if (threadIdx.x >= MR_LT) {
+    /* PDL's trigger does not promise that the zeroing launch's write is visible
+     * here; its completion (the wait) does. Where a gate launch sits between them,
+     * every gate CTA waited for the zeroing launch before it let P start. */
+    if (L.clear_wait) mr_pdl_wait();
     mr_large_piece_clear(&L);
     return;
   }
@@ -918,7 +925,14 @@ static cudaError_t mr_l_launch_persist(const mr_config* cfg, const mr_sort_out* 
   lc.attrs = attr;
   lc.numAttrs = pdl ? 2 : 1;
   const float* w = o->sorted_weights ? weights : NULL;
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_large_persist_kernel, ids, *o, *L, w));
+  const cudaError_t err = cudaLaunchKernelEx(&lc, mr_large_persist_kernel, ids, *o, *L, w);
+  if (err == cudaErrorCooperativeLaunchTooLarge) {
+    /* the device has fewer SMs for us than it reports (MPS, green contexts): the
+     * caller falls back to the three launches; the zeroing launch did no harm */
+    (void)cudaGetLastError();
+    return err;
+  }
+  MR_TRY(err);
   return cudaSuccess;
 }
 
@@ -945,7 +959,11 @@ extern "C" cudaError_t mr_cuda_launch_persist_sort(const mr_config* cfg, const m
   mr_l_persist_args(cfg, o, workspace, &L, &grid);
   if (grid == 0) return mr_cuda_launch_large_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
   MR_TRY(mr_l_launch_zero(&L, stream));
-  return mr_l_launch_persist(cfg, o, &L, grid, topk_ids, topk_weights, mr_l_pdl(), stream);
+  L.clear_wait = 1u;
+  const cudaError_t err = mr_l_launch_persist(cfg, o, &L, grid, topk_ids, topk_weights, mr_l_pdl(), stream);
+  if (err == cudaErrorCooperativeLaunchTooLarge)
+    return mr_cuda_launch_large_sort(cfg, o, topk_ids, topk_weights, workspace, stream);
+  return err;
 }
 
 /* Route above the one-launch bounds: the chain (gate kernel, then the general
@@ -1024,8 +1042,11 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
       } else {
         err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
         if (err == cudaSuccess) err = mr_l_launch_zero(&L, stream);
+        L.clear_wait = 1u;
       }
       if (err == cudaSuccess) err = mr_l_launch_persist(cfg, o, &L, grid, ids, wts, mr_l_pdl(), stream);
+      if (err == cudaErrorCooperativeLaunchTooLarge) /* the top-k are gated: the three sort launches */
+        err = mr_cuda_launch_large_sort(cfg, o, ids, wts, workspace, stream);
       return err;
     }
   }
