@@ -363,6 +363,8 @@ void mr_cuda_note_where(const char* file, int line);
 
 /* Multiprocessor count of the current device (cached per device). */
 int mr_cuda_sm_count(void);
+/* 1 when the current device launches cooperative kernels (cached per device). */
+int mr_cuda_coop_launch(void);
 int mr_cuda_cc_major(void); /* compute capability major of the current device (cached) */
 int mr_cuda_no_cluster(void); /* MOEROUTE_CUDA_NO_CLUSTER=1: no cluster kernel (racecheck runs) */
 int mr_cuda_pdl_allowed(void); /* PDL may be used: sm_90+ and MOEROUTE_PDL is not "0" */

@@ -98,6 +98,9 @@ extern "C" int mr_cuda_cc_major(void) { return mr_device_attr(mr_cc_majors, cuda
 static int mr_sm_counts[MR_MAX_DEVICES];
 extern "C" int mr_cuda_sm_count(void) { return mr_device_attr(mr_sm_counts, cudaDevAttrMultiProcessorCount, 132); }
 
+static int mr_coop_launch[MR_MAX_DEVICES];
+extern "C" int mr_cuda_coop_launch(void) { return mr_device_attr(mr_coop_launch, cudaDevAttrCooperativeLaunch, 0); }
+
 /* An environment switch, read once (*cache: -1 = not read yet; benign race):
  * 1 when the variable is exactly `on`. */
 static int mr_env_is(const char* name, const char* on, int* cache) {

@@ -551,11 +551,12 @@ __global__ void __launch_bounds__(MR_LT)
 /* ---- P: the persistent launch (v11: perf-log, dev/large-notes.md) --------------------------
  *
  * One cooperative launch does L1 (rank), L2 (scan) and L3 (place) with grid
- * barriers between them instead of launch boundaries, and its first CTAs clear
- * moe_buf from their start to their end, under the routing: the clear no
- * longer waits for a launch boundary, nor makes one wait. The routing CTAs run
- * the same bodies as the three launches (same chunks, same codes), so the
- * outputs are the same bits. */
+ * barriers between them instead of launch boundaries, and clearing warps in every
+ * CTA clear moe_buf from the start to the end, under the routing: the clear no
+ * longer waits for a launch boundary, nor makes one wait. The routing warps run
+ * the same bodies as the three launches (an entry's position is its expert's
+ * start plus its rank in token order, whatever the chunking), so the outputs are
+ * the same bits. */
 
 /* Grid barrier among the G CTAs. `bar` was zeroed by mr_large_zero_kernel and
  * every barrier adds G, so barrier j is complete at (j + 1) * G. The
@@ -609,8 +610,9 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L) {
 /* Threads [0, 256) route (L1, barrier, L2, barrier, L3), threads [256, 256 +
  * 32 * MR_LP_CW) clear from the start: every launch before P in the call waited
  * for the caller's work before it let its successor start, and the zeroing launch
- * has completed before they take a piece (clear_wait, or a gate launch between). Shared memory: L1's counters, then
- * L3's tables. One CTA per SM by default; two fit under the register cap. */
+ * has completed before they take a piece (clear_wait, or a gate launch between).
+ * Shared memory: L1's counters, then L3's tables. One CTA per SM by default; two
+ * fit under the register cap. */
 __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
                             const __grid_constant__ mr_large_args L, const float* weights) {
@@ -636,16 +638,15 @@ __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
   mr_large_place_body(o, L, weights, c, en_bits, mr_lp_smem);
 }
 
-/* The sort's launch before P: zeroes the barrier word once the previous work
- * in the stream (which may be an earlier call using the same workspace) is done. */
+/* Zeroes P's barrier word and piece counter once the previous work in the stream
+ * (which may be an earlier call using the same workspace) is done. Whoever reads
+ * them waits for this launch's completion first (P's wait, or a gate launch's). */
 __global__ void mr_large_zero_kernel(uint32_t* bar) {
   mr_pdl_wait();
   if (threadIdx.x == 0) {
     bar[0] = 0u;
     bar[MR_LP_NEXT] = 0u;
-    __threadfence(); /* performed before P's clearing warps, which start at the trigger, take a piece */
   }
-  __syncthreads(); /* no thread triggers before the zeroing is done */
   mr_pdl_launch_dependents();
 }
 
@@ -867,26 +868,13 @@ static size_t mr_l_persist_smem(const mr_config* cfg) {
   return l1 > l3 ? l1 : l3; /* <= 32 KB */
 }
 
-static int mr_coop_ok[64];
 /* 1 when P takes the sort / route calls that reach the large path: with a moe_buf
  * to clear (lab call 29: without one, two grid barriers cost more than the two PDL
  * launch boundaries they replace, sort alone 16.0 against 13.4 us at T = 16384), or
  * the knob; and a device that launches cooperative kernels. */
 extern "C" int mr_cuda_persist_wanted(const mr_config* cfg) {
   if (mr_cuda_tune.persist < 0 || (mr_cuda_tune.persist == 0 && cfg->moe_buf_bytes == 0)) return 0;
-  int dev = 0, v = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  if (mr_coop_ok[dev] == 0) { /* benign race: every writer writes the same value */
-    if (cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      v = 0;
-    }
-    mr_coop_ok[dev] = v ? 1 : -1;
-  }
-  return mr_coop_ok[dev] > 0;
+  return mr_cuda_coop_launch();
 }
 
 /* L for P: G = CTAs (1 per SM, or the knob), moe_buf cleared entirely by P's
@@ -936,11 +924,8 @@ static cudaError_t mr_l_launch_persist(const mr_config* cfg, const mr_sort_out* 
   return cudaSuccess;
 }
 
-/* P's first launch: zeroes the barrier word and the piece counter. P's clearing
- * warps take pieces before they wait for anything: they start only once every CTA
- * of the launch before P has passed its own wait (PDL), so that launch cannot be
- * the zeroing one (its write would race with them); the zeroing launch runs first,
- * and has completed before the launch after it lets P start. */
+/* The zeroing launch before P (directly before it, with clear_wait set, or before
+ * the gate launch, whose CTAs wait for it before they let P start). */
 static cudaError_t mr_l_launch_zero(const mr_large_args* L, cudaStream_t stream) {
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t z = mr_l_config(1, 32, 0, stream, mr_l_pdl(), &attr);
@@ -948,9 +933,8 @@ static cudaError_t mr_l_launch_zero(const mr_large_args* L, cudaStream_t stream)
   return cudaSuccess;
 }
 
-/* Sort by P: a one-thread launch zeroes the barrier word, then P (PDL between
- * them: P's clear CTAs start as soon as the zeroing launch has waited for the
- * caller's work). Falls back to the three launches when P would not fit. */
+/* Sort by P: the zeroing launch, then P (PDL between them). Falls back to the
+ * three launches when P would not fit or the device refuses it. */
 extern "C" cudaError_t mr_cuda_launch_persist_sort(const mr_config* cfg, const mr_sort_out* o,
                                                    const int32_t* topk_ids, const float* topk_weights,
                                                    void* workspace, cudaStream_t stream) {
