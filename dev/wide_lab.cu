@@ -23,6 +23,9 @@
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
  *    sort alone and route by tiny.cu, checked bit for bit and timed.
+ * --ctm (session 13): the cluster token-mask path (ctm.cu) against the other paths, bit for
+ *    bit (route, sort, sort of corrupted ids; cluster sizes 1 - 16; U = 32, 8, 64) and timed
+ *    (--time-only: the table alone; --no-time [--quick | --race]: the check alone).
  * --tsort (session 10): the one-launch sort at decode, the mask-table sort against
  *    tiny.cu's one-CTA one-pass sort (mr_cuda_tune.tiny_sort), bit for bit (route
  *    as the pair, sort, sort of corrupted ids) and timed.
@@ -666,6 +669,123 @@ static int tm_ab(void) {
   return bad ? 1 : 0;
 }
 
+/* --ctm (session 13): the cluster token-mask path (ctm.cu; route with the gating fused,
+ * and the sort) against the library's other paths (knob ctm = -1), bit for bit: route
+ * (sorted outputs, totals, top-k), the sort alone on route's top-k and on corrupted top-k
+ * (a duplicate, an id out of range), with the cluster size auto and 1, 4, 8, 16; U = 32,
+ * and U = 8, 64 on a subset. Timed (kernel metric, U = 32): route and sort with moe_buf
+ * cleared, other paths / ctm with R = 4, 8, 16; without moe_buf, other paths / ctm R auto. */
+static void set_ctm(int on, int R) {
+  mr_cuda_tune.ctm = on;
+  mr_cuda_tune.ctm_ctas = R;
+}
+static double time_nobuf(Case* c, int route, cudaStream_t s) {
+  void* mb = c->b.moe_buf;
+  const size_t bytes = c->p.moe_buf_bytes;
+  c->b.moe_buf = NULL;
+  c->p.moe_buf_bytes = 0;
+  const double r = time_op(c, 0, route, s);
+  c->b.moe_buf = mb;
+  c->p.moe_buf_bytes = bytes;
+  return r;
+}
+static int g_time_only; /* --ctm --time-only: the timing table alone */
+static int ctm_ab(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {1, 4, 9, 16, 17, 33, 64, 129, 256, 512, 1024, 2048};
+  static const int US[] = {32, 8, 64};
+  static const int RS[] = {0, 1, 4, 8, 16};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  const Shape* all[NSH + NPK];
+  const int ns = all_shapes(all);
+  long checks = 0, bad = 0;
+  for (int ui = 0; ui < (g_tm_quick ? 1 : 3) && !g_time_only; ++ui)
+    for (int si = 0; si < ns; ++si)
+      for (int ti = 0; ti < nt; ++ti) {
+        if (g_tm_quick && TS[ti] != 17 && TS[ti] != 129 && TS[ti] != 1024) continue;
+        if (g_tm_quick == 2 && (strcmp(all[si]->name, "ds-softmax") || TS[ti] == 1024)) continue;
+        if (ui > 0 && (TS[ti] > 256 || (si % 3) != 0)) continue; /* U = 8, 64: a subset */
+        g_unit = US[ui];
+        const int kinds = ui == 0 && !g_tm_quick && TS[ti] <= 256 ? 3 : 1;
+        for (int kind = 0; kind < kinds; ++kind)
+          for (int what = 0; what < 3; ++what) { /* route, sort, sort of corrupted ids */
+            Case c;
+            make_case(&c, all[si], TS[ti], kind);
+            moeroute_sizes z;
+            memset(&z, 0, sizeof z);
+            moeroute_get_sizes(&c.p, &z);
+            const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+            int32_t *ref = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+            g_sort_op = 0;
+            if (what > 0) {
+              set_ctm(-1, 0);
+              route_to_host(&c, ref, s);
+              if (what == 2) corrupt_topk(&c, (int64_t)TS[ti] * all[si]->k, all[si]->E);
+              g_sort_op = 1;
+            }
+            set_ctm(-1, 0);
+            const size_t nr = route_to_host(&c, ref, s);
+            for (int ri = 0; ri < (int)(sizeof RS / sizeof RS[0]); ++ri) {
+              set_ctm(1, RS[ri]);
+              const size_t nb = route_to_host(&c, b, s);
+              checks++;
+              if (nr != nb || memcmp(ref, b, 4 * nr)) {
+                bad++;
+                size_t j = 0;
+                while (j < nr && ref[j] == b[j]) ++j;
+                printf("MISMATCH %s T=%d U=%d kind=%d what=%d R=%d: words %zu/%zu, first difference at %zu\n",
+                       all[si]->name, TS[ti], US[ui], kind, what, RS[ri], nr, nb, j);
+              }
+            }
+            set_ctm(0, 0);
+            g_sort_op = 0;
+            free(ref);
+            free(b);
+            free_case(&c);
+          }
+      }
+  g_unit = 32;
+  printf("check: %ld cases, %ld mismatches (ctm forced with R = auto, 1, 4, 8, 16 against the library's other "
+         "paths; route, sort, sort of corrupted ids; U = 32, 8, 64; bits)\n", checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  static const int TT[] = {4, 8, 9, 12, 16, 17, 24, 32, 48, 64, 128, 256, 512, 1024, 2048};
+  printf("\nkernel metric, us (U = 32). With moe_buf cleared: route by the other paths (ref) / ctm with R = 4, 8, "
+         "16 | the sort alone, the same | without moe_buf: route ref / ctm auto R, sort ref / ctm auto R\n");
+  printf("%-18s %4s %7s %7s %7s %7s | %7s %7s %7s %7s | %7s %7s %7s %7s\n", "shape", "T", "rref", "r4", "r8", "r16",
+         "sref", "s4", "s8", "s16", "rnb", "rnbc", "snb", "snbc");
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < (int)(sizeof TT / sizeof TT[0]); ++ti) {
+      Case c;
+      make_case(&c, all[si], TT[ti], 0);
+      g_sort_op = 0;
+      int32_t* tmp = (int32_t*)calloc(1 << 22, 4);
+      set_ctm(-1, 0);
+      route_to_host(&c, tmp, s); /* top-k for the sort */
+      free(tmp);
+      double r[12];
+      for (int op = 0; op < 2; ++op) {
+        const int route = op == 0 ? 1 : 2;
+        set_ctm(-1, 0);
+        r[4 * op] = time_op(&c, 0, route, s);
+        for (int ri = 0; ri < 3; ++ri) {
+          set_ctm(1, 4 << ri);
+          r[4 * op + 1 + ri] = time_op(&c, 0, route, s);
+        }
+        set_ctm(-1, 0);
+        r[8 + 2 * op] = time_nobuf(&c, route, s);
+        set_ctm(1, 0);
+        r[9 + 2 * op] = time_nobuf(&c, route, s);
+      }
+      set_ctm(0, 0);
+      printf("%-18s %4d %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f %7.2f\n",
+             all[si]->name, TT[ti], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]);
+      fflush(stdout);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
@@ -677,6 +797,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) return tm_ab();
+  if (argc > 1 && !strcmp(argv[1], "--ctm")) {
+    g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");
+    return ctm_ab();
+  }
   if (argc > 1 && !strcmp(argv[1], "--tiny-pk"))
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 32, set_pk, "A = the pair (no tiny.cu) | B = tiny.cu forced");
   int no_time = argc > 1 && !strcmp(argv[1], "--no-time");

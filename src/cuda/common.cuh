@@ -174,6 +174,11 @@ __device__ __forceinline__ void mr_dsmem_or(uint32_t addr, uint32_t v) {
 __device__ __forceinline__ void mr_dsmem_store_f32(uint32_t addr, float v) {
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
 }
+__device__ __forceinline__ uint32_t mr_dsmem_load_u32(uint32_t addr) {
+  uint32_t v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
 /* Split cluster barrier: arrive has release semantics (this thread's earlier
  * writes, local or remote, are visible to every thread of the cluster that
  * returns from the matching wait), wait has acquire semantics. */
@@ -336,6 +341,9 @@ typedef struct mr_cuda_tuning {
   int persist_ctas_per_sm; /* P's CTAs per SM: 0 = auto (1) */
   int persist_gate_tpsm;  /* route with P, segmented rows: the gate launch's threads per SM: 0 = auto (512),
                             -1 = no cap (other rows: the gate first, uncapped, then zero and P) */
+  int ctm;               /* the cluster token-mask path (ctm.cu, v12): route and sort in one cluster launch for
+                            middle T: 0 = auto (mr_cuda_ctm_wanted), 1 = wherever it fits, -1 = never */
+  int ctm_ctas;          /* its cluster size: 0 = auto, else 1 - 16 */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -413,6 +421,12 @@ cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_sort_out* o,
                                      const float* topk_weights, cudaStream_t stream);
 /* tmsort.cu: the token-mask sort at decode (any U), one launch, no workspace. */
 int mr_cuda_tm_sort_fits(const mr_config* cfg);
+int mr_cuda_ctm_route_takes(const mr_config* cfg, const mr_gate_args* a);
+int mr_cuda_ctm_sort_takes(const mr_config* cfg);
+cudaError_t mr_cuda_launch_ctm_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
+cudaError_t mr_cuda_launch_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                    const float* topk_weights, cudaStream_t stream);
 cudaError_t mr_cuda_launch_tm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                    const float* topk_weights, cudaStream_t stream);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,

@@ -321,6 +321,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   cudaError_t err;
   if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_tiny_takes(&cfg, &ga)) {
     err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
+  } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_route_takes(&cfg, &ga)) {
+    err = mr_cuda_launch_ctm_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else if (mr_route_use_pair(&cfg)) {
     /* the caller's top-k buffers, else the workspace (mr_cuda_workspace_needed) */
     const size_t half = mr_route_topk_half(&cfg);
@@ -385,7 +387,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err;
-  if (mr_sort_one_launch(&cfg))
+  if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_sort_takes(&cfg))
+    err = mr_cuda_launch_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s);
+  else if (mr_sort_one_launch(&cfg))
     err = mr_cuda_launch_decode_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else if (!mr_cuda_tune.force_general && mr_cuda_mid_sort_fits(&cfg))
     err = mr_cuda_launch_mid_sort(&cfg, &so, buffers->topk_ids, wts, s);

@@ -14,15 +14,6 @@
  */
 #include "cuda/gate.cuh"
 
-/* Shared-memory words per warp for grouped selection: E floats of s + bias,
- * plus G flag bytes when G > 32 (G <= 32 publishes the kept groups with a
- * ballot instead), rounded up to 16 bytes. 0 without grouped selection. */
-static uint32_t mr_gate_scratch_words(const mr_gate_args* a) {
-  if (!a->grouped) return 0;
-  uint32_t w = (uint32_t)a->num_experts;
-  if (a->num_groups > 32) w += ((uint32_t)a->num_groups + 3u) / 4u;
-  return (w + 3u) & ~3u;
-}
 
 /* A cap on the gate launch's threads per SM for the current call (0 = none): set
  * only around mr_cuda_launch_gate_capped (thread-local, so concurrent callers do

@@ -1008,6 +1008,16 @@ __device__ __forceinline__ void mr_gate_row(const mr_gate_p& p, uint32_t lane, c
     mr_gate_full<DT, EPL, KIND == MR_KIND_GROUPED>(p, lane, raw, braw, row, live, gbuf, gsel, id, w);
 }
 
+/* Shared-memory words per warp for grouped selection: E floats of s + bias,
+ * plus G flag bytes when G > 32 (G <= 32 publishes the kept groups with a
+ * ballot instead), rounded up to 16 bytes. 0 without grouped selection. */
+static inline uint32_t mr_gate_scratch_words(const mr_gate_args* a) {
+  if (!a->grouped) return 0;
+  uint32_t w = (uint32_t)a->num_experts;
+  if (a->num_groups > 32) w += ((uint32_t)a->num_groups + 3u) / 4u;
+  return (w + 3u) & ~3u;
+}
+
 /* -inf in the raw form of dtype DT (high-aligned for 16-bit) */
 template <int DT>
 __device__ __forceinline__ uint32_t mr_raw_neg_inf(bool f16) {

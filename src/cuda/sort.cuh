@@ -335,4 +335,90 @@ __device__ __forceinline__ void mr_small_post(const mr_sort_out& o, const mr_sma
   if (live && rank == 0 && tid == 0) mr_emit_totals(&o, (tot & 0xffffu) * U);
 }
 
+/*
+ * ---- Token masks (tmsort.cu, ctm.cu) ------------------------------------------
+ *
+ * Per expert e and word w, bit (t % 32) of tm[w * E + e] is set when token
+ * t = 32 w + bit has an entry of e (word-major: the lanes of a warp that touch
+ * different experts hit different banks). P[w * E + e] holds e's entries in the
+ * words before w, so an entry's rank among its expert's entries is two loads and
+ * a popcount, in ascending token order (a token names an expert at most once; the
+ * callers detect a second naming and take their exact fallback).
+ */
+
+/* Expert e's entries in the W words of tm; writes e's running counts into P. */
+__device__ __forceinline__ uint32_t mr_tm_count(const uint32_t* tm, uint32_t* P, uint32_t W, uint32_t E, uint32_t e) {
+  uint32_t c = 0u;
+  for (uint32_t w = 0; w < W; ++w) {
+    P[w * E + e] = c;
+    c += (uint32_t)__popc(tm[w * E + e]);
+  }
+  return c;
+}
+
+/* Entries of expert e in the tokens before token lt (lt < 32 W). */
+__device__ __forceinline__ uint32_t mr_tm_rank(const uint32_t* tm, const uint32_t* P, uint32_t E, uint32_t lt,
+                                               uint32_t e) {
+  const uint32_t x = (lt >> 5) * E + e;
+  return P[x] + (uint32_t)__popc(tm[x] & ((1u << (lt & 31u)) - 1u));
+}
+
+/* Block-wide exclusive scan of v over NW warps (every thread calls); *total gets
+ * the sum. Uses misc[1 .. NW] for the warp sums and one barrier (plus the
+ * caller's before misc is reused). */
+template <int NW>
+__device__ __forceinline__ uint32_t mr_block_excl_scan(uint32_t v, uint32_t* misc, uint32_t* total) {
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint32_t incl = mr_warp_incl_scan(v, lane);
+  if (lane == 31u) misc[1 + warp] = incl;
+  __syncthreads();
+  uint32_t before = 0u, all = 0u;
+#pragma unroll
+  for (uint32_t w = 0; w < (uint32_t)NW; ++w) {
+    const uint32_t s = misc[1 + w];
+    before += w < warp ? s : 0u;
+    all += s;
+  }
+  *total = all;
+  return before + incl - v;
+}
+
+/* Block ids and padding of the blocks b = r, r + R, r + 2R, ... < D, by the NT
+ * threads of a CTA. st[e] = start block | local id << 16 (ascending in e), C[e] =
+ * expert e's entries (0 when masked). Thread j takes one block: its expert is the
+ * last e with start <= b (a binary search over st), then its warp writes its
+ * lanes' padding slots (coalesced). */
+template <int NT>
+__device__ __forceinline__ void mr_tm_write_blocks(const mr_sort_out& o, const uint32_t* st, const uint32_t* C,
+                                                   uint32_t D, uint32_t r, uint32_t R) {
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t E = (uint32_t)o.num_experts, U = (uint32_t)o.unit_size;
+  const uint32_t lg = 32u - (uint32_t)__clz(E); /* search steps: 2^lg > E */
+#pragma unroll 1
+  for (uint32_t base = 0; base * R + r < D; base += (uint32_t)NT) { /* uniform */
+    const uint32_t b = (base + tid) * R + r;
+    const bool has = b < D;
+    uint32_t cnt = U;
+    if (has) {
+      uint32_t e = 0u; /* the last expert with start <= b */
+      for (uint32_t step = 1u << (lg - 1u); step >= 1u; step >>= 1) {
+        const uint32_t cand = e + step;
+        if (cand < E && (st[cand] & 0xffffu) <= b) e = cand;
+      }
+      const uint32_t s = st[e];
+      const uint32_t inner = (b - (s & 0xffffu)) * U; /* entries before this block, in the expert */
+      const uint32_t c = C[e] - inner;
+      cnt = c < U ? c : U;
+      mr_emit_block_id(&o, b, o.expert_mask ? (int32_t)(s >> 16) : (int32_t)e);
+    }
+    const uint32_t nb = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, has)); /* lanes 0 .. nb-1 */
+#pragma unroll 1
+    for (uint32_t j = 0; j < nb; ++j) {
+      const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
+      const uint32_t bj = (base + warp * 32u + j) * R + r;
+      for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
+    }
+  }
+}
+
 #endif /* MOEROUTE_CUDA_SORT_CUH */

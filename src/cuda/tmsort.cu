@@ -50,24 +50,6 @@ typedef struct mr_tm_k {
   uint32_t off_p, off_st, off_c, off_ids, off_misc; /* word offsets (tm at 0) */
 } mr_tm_k;
 
-/* Block-wide exclusive scan of v (every thread calls); *total gets the sum.
- * Uses misc[1 .. 16] for the warp sums and one barrier (plus the caller's). */
-__device__ __forceinline__ uint32_t mr_tm_block_scan(uint32_t v, uint32_t* misc, uint32_t* total) {
-  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  const uint32_t incl = mr_warp_incl_scan(v, lane);
-  if (lane == 31u) misc[1 + warp] = incl;
-  __syncthreads();
-  uint32_t before = 0u, all = 0u;
-#pragma unroll
-  for (uint32_t w = 0; w < MR_TM_WARPS; ++w) {
-    const uint32_t s = misc[1 + w];
-    before += w < warp ? s : 0u;
-    all += s;
-  }
-  *total = all;
-  return before + incl - v;
-}
-
 __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     mr_tm_sort_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_tm_k tk,
                       const int32_t* topk_ids, const float* topk_weights) {
@@ -78,7 +60,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
   uint32_t* C = mr_tm_smem + tk.off_c;
   uint32_t* ids = mr_tm_smem + tk.off_ids;
   uint32_t* misc = mr_tm_smem + tk.off_misc; /* [0] flag, [1..16] warp sums */
-  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  const uint32_t tid = threadIdx.x;
   const uint32_t ctas = 1u << tk.ctas_log2, cta = blockIdx.x;
   const uint32_t E = tk.E, W = tk.W, U = tk.U, n = tk.n;
   if (cta < ctas) { /* 0. shared memory only: before the wait, under the previous kernel's tail */
@@ -137,14 +119,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     const bool en = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0;
     uint32_t c = 0u;
     if (en) {
-      if (dup) {
-        c = tm[e];
-      } else {
-        for (uint32_t w = 0; w < W; ++w) {
-          P[w * E + e] = c;
-          c += (uint32_t)__popc(tm[w * E + e]);
-        }
-      }
+      c = dup ? tm[e] : mr_tm_count(tm, P, W, E, e);
     }
     C[e] = c;
     const uint32_t v = mr_udiv(c + U - 1u, U, o.u_magic) | (en ? 1u << 16 : 0u);
@@ -152,7 +127,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     sum += v;
   }
   uint32_t total;
-  uint32_t run = mr_tm_block_scan(sum, misc, &total);
+  uint32_t run = mr_block_excl_scan<MR_TM_WARPS>(sum, misc, &total);
   for (uint32_t q = 0; q < ept; ++q) {
     const uint32_t e = e0 + q;
     if (e >= E) break;
@@ -172,8 +147,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     if (dup) {
       for (uint32_t j = 0; j < i; ++j) rank += ids[j] == e ? 1u : 0u;
     } else {
-      const uint32_t x = (t >> 5) * E + e;
-      rank = P[x] + (uint32_t)__popc(tm[x] & ((1u << (t & 31u)) - 1u));
+      rank = mr_tm_rank(tm, P, E, t, e);
     }
     const uint32_t blk = (st[e] & 0xffffu) + mr_udiv(rank, U, o.u_magic);
     if ((blk & (ctas - 1u)) != cta) continue;
@@ -184,34 +158,8 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     }
     if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
   }
-  /* 4. blocks: thread j holds block b = cta + ctas * (j + 512 r): its expert by a
-   * binary search over the starts, then the warp writes its lanes' padding */
-  const uint32_t lg = 32u - (uint32_t)__clz(E); /* search steps: 2^lg > E */
-#pragma unroll 1
-  for (uint32_t base = 0; (base << tk.ctas_log2) + cta < D; base += MR_TM_THREADS) { /* uniform */
-    const uint32_t b = ((base + tid) << tk.ctas_log2) | cta;
-    const bool has = b < D;
-    uint32_t cnt = U;
-    if (has) {
-      uint32_t e = 0u; /* the last expert with start <= b */
-      for (uint32_t step = 1u << (lg - 1u); step >= 1u; step >>= 1) {
-        const uint32_t cand = e + step;
-        if (cand < E && (st[cand] & 0xffffu) <= b) e = cand;
-      }
-      const uint32_t s = st[e];
-      const uint32_t inner = (b - (s & 0xffffu)) * U; /* entries before this block, in the expert */
-      const uint32_t c = C[e] - inner;
-      cnt = c < U ? c : U;
-      mr_emit_block_id(&o, b, o.expert_mask ? (int32_t)(s >> 16) : (int32_t)e);
-    }
-    const uint32_t nb = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, has)); /* lanes 0 .. nb-1 */
-#pragma unroll 1
-    for (uint32_t j = 0; j < nb; ++j) {
-      const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
-      const uint32_t bj = ((base + warp * 32u + j) << tk.ctas_log2) | cta;
-      for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
-    }
-  }
+  /* 4. blocks b = cta + ctas * j: ids and padding */
+  mr_tm_write_blocks<MR_TM_THREADS>(o, st, C, D, cta, ctas);
   if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
 }
 
