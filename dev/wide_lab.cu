@@ -26,6 +26,8 @@
  * --ctm (session 13): the cluster token-mask path (ctm.cu) against the other paths, bit for
  *    bit (route, sort, sort of corrupted ids; cluster sizes 1 - 16; U = 32, 8, 64) and timed
  *    (--time-only: the table alone; --no-time [--quick | --race]: the check alone).
+ * --ctm-probe (session 13): ctm's fixed cost taken apart (cluster barrier and DSMEM, the
+ *    cluster attribute, PDL), timed only.
  * --tsort (session 10): the one-launch sort at decode, the mask-table sort against
  *    tiny.cu's one-CTA one-pass sort (mr_cuda_tune.tiny_sort), bit for bit (route
  *    as the pair, sort, sort of corrupted ids) and timed.
@@ -786,6 +788,58 @@ static int ctm_ab(void) {
   return bad ? 1 : 0;
 }
 
+/* --ctm-probe (session 13): where ctm's fixed cost goes. Kernel metric (moe_buf cleared,
+ * U = 32), the sort alone and route: the other paths (ref), ctm, ctm without its cluster
+ * barrier and DSMEM reads (probe 1), and that without the cluster attribute (probe 2; the
+ * probes' outputs are WRONG: timing only); with PDL on (the default) and off. */
+static double time_probe(Case* c, int route, int ctm, int R, int probe, int pdl, cudaStream_t s) {
+  set_ctm(ctm, R);
+  mr_cuda_tune.ctm_probe = probe;
+  mr_cuda_tune.decode_pdl = pdl;
+  const double r = time_op(c, 0, route, s);
+  set_ctm(0, 0);
+  mr_cuda_tune.ctm_probe = 0;
+  mr_cuda_tune.decode_pdl = 0;
+  return r;
+}
+static int ctm_probe(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TT[] = {4, 16, 64, 256, 1024};
+  const Shape* sh[] = {&PK[0], &PK[3], &SH[0]};
+  printf("kernel metric, us (moe_buf cleared, U = 32). PDL on: ref, ctm R = 8 / 16, probe 1 (R = 8), probe 2 (R = 8, "
+         "R = 1) | PDL off: ref, ctm R = 8, probe 2 R = 8\n");
+  printf("%-14s %5s %4s %6s %6s %6s %6s %6s %6s | %6s %6s %6s\n", "shape", "op", "T", "ref", "c8", "c16", "p1", "p2",
+         "p2r1", "ref", "c8", "p2");
+  for (int si = 0; si < 3; ++si)
+    for (int ti = 0; ti < (int)(sizeof TT / sizeof TT[0]); ++ti) {
+      Case c;
+      make_case(&c, sh[si], TT[ti], 0);
+      int32_t* tmp = (int32_t*)calloc(1 << 22, 4);
+      set_ctm(-1, 0);
+      g_sort_op = 0;
+      route_to_host(&c, tmp, s); /* top-k for the sort */
+      free(tmp);
+      for (int op = 2; op >= 1; --op) {
+        double r[9];
+        r[0] = time_probe(&c, op, -1, 0, 0, 0, s);
+        r[1] = time_probe(&c, op, 1, 8, 0, 0, s);
+        r[2] = time_probe(&c, op, 1, 16, 0, 0, s);
+        r[3] = time_probe(&c, op, 1, 8, 1, 0, s);
+        r[4] = time_probe(&c, op, 1, 8, 2, 0, s);
+        r[5] = time_probe(&c, op, 1, 1, 2, 0, s);
+        r[6] = time_probe(&c, op, -1, 0, 0, -1, s);
+        r[7] = time_probe(&c, op, 1, 8, 0, -1, s);
+        r[8] = time_probe(&c, op, 1, 8, 2, -1, s);
+        printf("%-14s %5s %4d %6.2f %6.2f %6.2f %6.2f %6.2f %6.2f | %6.2f %6.2f %6.2f\n", sh[si]->name,
+               op == 2 ? "sort" : "route", TT[ti], r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8]);
+        fflush(stdout);
+      }
+      free_case(&c);
+    }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
@@ -797,6 +851,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) return tm_ab();
+  if (argc > 1 && !strcmp(argv[1], "--ctm-probe")) return ctm_probe();
   if (argc > 1 && !strcmp(argv[1], "--ctm")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");
     return ctm_ab();

@@ -344,6 +344,7 @@ typedef struct mr_cuda_tuning {
   int ctm;               /* the cluster token-mask path (ctm.cu, v12): route and sort in one cluster launch for
                             middle T: 0 = auto (mr_cuda_ctm_wanted), 1 = wherever it fits, -1 = never */
   int ctm_ctas;          /* its cluster size: 0 = auto, else 1 - 16 */
+  int ctm_probe;         /* lab timing probe, WRONG outputs (ctm.cu mr_ctm_k.probe): 0 = off */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -50,6 +50,8 @@ typedef struct mr_ctm_k {
   uint32_t T, R, Tc, W, nc; /* nc = Tc * k */
   uint32_t off_p, off_cnt, off_bef, off_st, off_c, off_ids, off_wts, off_misc, off_scr;
   uint32_t scratch_words; /* per gating warp (grouped rows), 0 otherwise */
+  uint32_t probe;         /* lab knob ctm_probe (timing only, WRONG outputs): 1 = no cluster barrier and no
+                             DSMEM (each CTA's own counts only), 2 = that and no cluster attribute */
 } mr_ctm_k;
 
 /* One routing CTA (blockIdx.x < R). GATE: gate the rows (g); else load the top-k. */
@@ -146,14 +148,15 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     const uint32_t e = e0 + q;
     if (e < E) cnt[e] = dup ? tm[e] : mr_tm_count(tm, P, W, E, e);
   }
-  mr_cluster_arrive(); /* release: cnt is visible to the cluster after the wait */
+  if (!K.probe) mr_cluster_arrive(); /* release: cnt is visible to the cluster after the wait */
   /* the mask is an input (design.md 7: non-zero = enabled); loaded under the barrier */
   uint32_t en_bits = 0u;
   for (uint32_t q = 0; q < ept; ++q) {
     const uint32_t e = e0 + q;
     if (e < E && (o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0)) en_bits |= 1u << q;
   }
-  mr_cluster_wait();
+  if (!K.probe) mr_cluster_wait();
+  else __syncthreads();
 
   /* 3. every CTA's counts over DSMEM; blocks; one scan: start block | local id << 16 */
   uint32_t sum = 0u;
@@ -163,7 +166,8 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     const uint32_t a = mr_smem_addr(cnt + e);
     uint32_t v[MR_CTM_MAX_R];
 #pragma unroll
-    for (uint32_t c = 0; c < MR_CTM_MAX_R; ++c) v[c] = c < R ? mr_dsmem_load_u32(mr_mapa(a, c)) : 0u;
+    for (uint32_t c = 0; c < MR_CTM_MAX_R; ++c)
+      v[c] = K.probe ? (c == 0u ? cnt[e] : 0u) : c < R ? mr_dsmem_load_u32(mr_mapa(a, c)) : 0u;
     uint32_t before = 0u, total = 0u;
 #pragma unroll
     for (uint32_t c = 0; c < MR_CTM_MAX_R; ++c) {
@@ -178,7 +182,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     st[e] = b;
     sum += b;
   }
-  mr_cluster_arrive(); /* this CTA's remote reads are done (waited for before exit) */
+  if (!K.probe) mr_cluster_arrive(); /* this CTA's remote reads are done (waited for before exit) */
   uint32_t total;
   uint32_t run = mr_block_excl_scan<MR_CTM_WARPS>(sum, misc, &total);
   for (uint32_t q = 0; q < ept; ++q) {
@@ -213,7 +217,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
   /* 5. blocks b = r + R j; totals */
   mr_tm_write_blocks<MR_CTM_THREADS>(o, st, C, D, r, R);
   if (tid == 0 && r == 0u) mr_emit_totals(&o, D * U);
-  mr_cluster_wait(); /* no CTA leaves while another may read its counts */
+  if (!K.probe) mr_cluster_wait(); /* no CTA leaves while another may read its counts */
 }
 
 /* Clears the token masks and the flag (shared memory only: before the PDL wait),
@@ -280,6 +284,7 @@ static int mr_ctm_plan(const mr_config* cfg, const mr_gate_args* a, uint32_t R, 
   K->off_misc = K->off_wts + K->nc;
   K->off_scr = (K->off_misc + MR_CTM_MISC + 3u) & ~3u;
   K->scratch_words = a ? mr_gate_scratch_words(a) : 0u;
+  K->probe = mr_cuda_tune.ctm_probe > 0 ? (uint32_t)mr_cuda_tune.ctm_probe : 0u;
   const uint32_t words = K->off_scr + MR_CTM_WARPS * K->scratch_words;
   if (words > MR_CTM_SMEM_WORDS) return 0;
   *smem = (size_t)words * 4u;
@@ -316,6 +321,7 @@ static cudaError_t mr_ctm_launch(KF kernel, const mr_sort_out* o, const mr_ctm_k
   }
   int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_CTM_THREADS);
   clear = (clear + (int)K->R - 1) / (int)K->R * (int)K->R;
+  const int cluster = K->probe != 2u;
   cudaLaunchConfig_t lc = mr_launch_config(K->R + (unsigned)clear, MR_CTM_THREADS, smem, stream);
   cudaLaunchAttribute attr[2];
   memset(attr, 0, sizeof attr);
@@ -323,9 +329,9 @@ static cudaError_t mr_ctm_launch(KF kernel, const mr_sort_out* o, const mr_ctm_k
   attr[0].val.clusterDim.x = K->R;
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
-  lc.attrs = attr;
-  lc.numAttrs = 1;
-  unsigned na = 1;
+  lc.attrs = cluster ? attr : NULL;
+  lc.numAttrs = cluster ? 1 : 0;
+  unsigned na = cluster ? 1 : 0;
   mr_decode_pdl(&lc, attr, &na);
   return cudaLaunchKernelEx(&lc, kernel, args...);
 }
