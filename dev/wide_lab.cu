@@ -570,6 +570,7 @@ static void set_tm(int tm, int ctas) {
   mr_cuda_tune.tm_sort_ctas = ctas;
   mr_cuda_tune.tiny_sort = -1;
 }
+static int g_time_only; /* --tmsort / --ctm --time-only: the timing table alone */
 static int g_tm_quick; /* --tmsort --no-time --quick: U = 32, one input kind, T = 4, 48, 256 (sanitizers);
                           --race: DeepSeek-R1 softmax only, T = 48, 256 (racecheck) */
 static int tm_ab(void) {
@@ -582,7 +583,7 @@ static int tm_ab(void) {
   const Shape* all[NSH + NPK];
   const int ns = all_shapes(all);
   long checks = 0, bad = 0;
-  for (int ui = 0; ui < (g_tm_quick ? 1 : 3); ++ui)
+  for (int ui = 0; ui < (g_tm_quick ? 1 : 3) && !g_time_only; ++ui)
     for (int si = 0; si < ns; ++si)
       for (int ti = 0; ti < nt; ++ti) {
         if (TS[ti] * all[si]->k > 2048) continue;
@@ -691,7 +692,6 @@ static double time_nobuf(Case* c, int route, cudaStream_t s) {
   c->p.moe_buf_bytes = bytes;
   return r;
 }
-static int g_time_only; /* --ctm --time-only: the timing table alone */
 static int ctm_ab(void) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -850,7 +850,10 @@ int main(int argc, char** argv) {
                     "A = tiny.cu forced, its sorts | B = tiny.cu forced, one-pass finish");
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
-  if (argc > 1 && !strcmp(argv[1], "--tmsort")) return tm_ab();
+  if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
+    g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");
+    return tm_ab();
+  }
   if (argc > 1 && !strcmp(argv[1], "--ctm-probe")) return ctm_probe();
   if (argc > 1 && !strcmp(argv[1], "--ctm")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");
