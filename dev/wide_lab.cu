@@ -28,6 +28,8 @@
  *    (--time-only: the table alone; --no-time [--quick | --race]: the check alone).
  * --ctm-probe (session 13): ctm's fixed cost taken apart (cluster barrier and DSMEM, the
  *    cluster attribute, PDL), timed only.
+ * --ctm-pair (session 13): ctm's sort without moe_buf at T = 256 - 4096, alone and as the mid
+ *    pair's second launch, timed only.
  * --tsort (session 10): the one-launch sort at decode, the mask-table sort against
  *    tiny.cu's one-CTA one-pass sort (mr_cuda_tune.tiny_sort), bit for bit (route
  *    as the pair, sort, sort of corrupted ids) and timed.
@@ -728,16 +730,18 @@ static int ctm_ab(void) {
             }
             set_ctm(-1, 0);
             const size_t nr = route_to_host(&c, ref, s);
-            for (int ri = 0; ri < (int)(sizeof RS / sizeof RS[0]); ++ri) {
-              set_ctm(1, RS[ri]);
+            for (int ri = 0; ri < 2 * (int)(sizeof RS / sizeof RS[0]); ++ri) {
+              const int mode = ri & 1 ? 2 : 1, R = RS[ri / 2]; /* 2: route as the mid pair with ctm's sort */
+              if (mode == 2 && what > 0) continue;
+              set_ctm(mode, R);
               const size_t nb = route_to_host(&c, b, s);
               checks++;
               if (nr != nb || memcmp(ref, b, 4 * nr)) {
                 bad++;
                 size_t j = 0;
                 while (j < nr && ref[j] == b[j]) ++j;
-                printf("MISMATCH %s T=%d U=%d kind=%d what=%d R=%d: words %zu/%zu, first difference at %zu\n",
-                       all[si]->name, TS[ti], US[ui], kind, what, RS[ri], nr, nb, j);
+                printf("MISMATCH %s T=%d U=%d kind=%d what=%d ctm=%d R=%d: words %zu/%zu, first difference at %zu\n",
+                       all[si]->name, TS[ti], US[ui], kind, what, mode, R, nr, nb, j);
               }
             }
             set_ctm(0, 0);
@@ -749,7 +753,7 @@ static int ctm_ab(void) {
       }
   g_unit = 32;
   printf("check: %ld cases, %ld mismatches (ctm forced with R = auto, 1, 4, 8, 16 against the library's other "
-         "paths; route, sort, sort of corrupted ids; U = 32, 8, 64; bits)\n", checks, bad);
+         "paths; route, sort, sort of corrupted ids, route with ctm = 2; U = 32, 8, 64; bits)\n", checks, bad);
   if (g_check_only) return bad ? 1 : 0;
   static const int TT[] = {4, 8, 9, 12, 16, 17, 24, 32, 48, 64, 128, 256, 512, 1024, 2048};
   printf("\nkernel metric, us (U = 32). With moe_buf cleared: route by the other paths (ref) / ctm with R = 4, 8, "
@@ -840,6 +844,50 @@ static int ctm_probe(void) {
   return 0;
 }
 
+/* --ctm-pair (session 13): the sort by ctm where moe_buf is not cleared, at T = 256 - 4096: the
+ * sort alone and route (where route is the mid pair, ctm = 2 makes ctm's sort its second
+ * launch), the other paths (ctm -1) against ctm = 2 with R = 16 and 8; kernel metric, U = 32. */
+static int ctm_pair(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TT[] = {256, 512, 1024, 1536, 2048, 3072, 4096};
+  const Shape* sh[] = {&PK[0], &PK[3], &SH[1], &PK[1], &SH[0], &PK[2], &PK[4]};
+  printf("kernel metric, us, no moe_buf (U = 32): sort alone ref / ctm R 16 / R 8 | route ref / ctm sort R 16 / R 8 "
+         "| with moe_buf: sort ref / ctm R 16\n");
+  printf("%-14s %5s %7s %7s %7s | %7s %7s %7s | %7s %7s\n", "shape", "T", "sref", "s16", "s8", "rref", "r16", "r8",
+         "sbref", "sb16");
+  for (int si = 0; si < (int)(sizeof sh / sizeof sh[0]); ++si)
+    for (int ti = 0; ti < (int)(sizeof TT / sizeof TT[0]); ++ti) {
+      Case c;
+      make_case(&c, sh[si], TT[ti], 0);
+      int32_t* tmp = (int32_t*)calloc(1 << 22, 4);
+      set_ctm(-1, 0);
+      g_sort_op = 0;
+      route_to_host(&c, tmp, s); /* top-k for the sort */
+      free(tmp);
+      double r[8];
+      for (int op = 2; op >= 1; --op) {
+        const int b = op == 2 ? 0 : 3;
+        set_ctm(-1, 0);
+        r[b] = time_nobuf(&c, op, s);
+        set_ctm(2, 16);
+        r[b + 1] = time_nobuf(&c, op, s);
+        set_ctm(2, 8);
+        r[b + 2] = time_nobuf(&c, op, s);
+      }
+      set_ctm(-1, 0);
+      r[6] = time_op(&c, 0, 2, s);
+      set_ctm(2, 16);
+      r[7] = time_op(&c, 0, 2, s);
+      set_ctm(0, 0);
+      printf("%-14s %5d %7.2f %7.2f %7.2f | %7.2f %7.2f %7.2f | %7.2f %7.2f\n", sh[si]->name, TT[ti], r[0], r[1], r[2],
+             r[3], r[4], r[5], r[6], r[7]);
+      fflush(stdout);
+      free_case(&c);
+    }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
@@ -855,6 +903,7 @@ int main(int argc, char** argv) {
     return tm_ab();
   }
   if (argc > 1 && !strcmp(argv[1], "--ctm-probe")) return ctm_probe();
+  if (argc > 1 && !strcmp(argv[1], "--ctm-pair")) return ctm_pair();
   if (argc > 1 && !strcmp(argv[1], "--ctm")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");
     return ctm_ab();

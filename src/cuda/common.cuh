@@ -342,7 +342,8 @@ typedef struct mr_cuda_tuning {
   int persist_gate_tpsm;  /* route with P, segmented rows: the gate launch's threads per SM: 0 = auto (512),
                             -1 = no cap (other rows: the gate first, uncapped, then zero and P) */
   int ctm;               /* the cluster token-mask path (ctm.cu, v12): route and sort in one cluster launch for
-                            middle T: 0 = auto (mr_cuda_ctm_wanted), 1 = wherever it fits, -1 = never */
+                            middle T: 0 = auto (mr_ctm_wanted), 1 = wherever it fits, 2 = the sort wherever it fits
+                            (also as the mid pair's second launch) but never route's fused form, -1 = never */
   int ctm_ctas;          /* its cluster size: 0 = auto, else 1 - 16 */
   int ctm_probe;         /* lab timing probe, WRONG outputs (ctm.cu mr_ctm_k.probe): 0 = off */
 } mr_cuda_tuning;

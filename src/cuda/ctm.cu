@@ -305,7 +305,7 @@ static int mr_ctm_takes(const mr_config* cfg, const mr_gate_args* a) {
   return mr_ctm_plan(cfg, a, mr_ctm_auto_r(cfg), &K, &smem) || mr_ctm_plan(cfg, a, 8u, &K, &smem);
 }
 extern "C" int mr_cuda_ctm_route_takes(const mr_config* cfg, const mr_gate_args* a) {
-  return mr_cuda_epl_bucket(cfg->num_experts) <= 16 && mr_ctm_takes(cfg, a);
+  return mr_cuda_tune.ctm != 2 && mr_cuda_epl_bucket(cfg->num_experts) <= 16 && mr_ctm_takes(cfg, a);
 }
 extern "C" int mr_cuda_ctm_sort_takes(const mr_config* cfg) { return mr_ctm_takes(cfg, NULL); }
 

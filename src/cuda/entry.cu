@@ -340,7 +340,10 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
      * at T = 128 - 4096 (GPT-OSS-120B T = 2048: 11.00 against 9.68 us; Kimi-K2
      * 21.89 against 18.63); without it the two are the same kernels. */
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    if (err == cudaSuccess) err = mr_cuda_launch_mid_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
+    const float* sw = so.sorted_weights ? wts : NULL;
+    if (err == cudaSuccess)
+      err = mr_cuda_ctm_sort_takes(&cfg) ? mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s)
+                                         : mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
   } else if (cfg.num_tokens == 0 && mr_cuda_no_cluster()) {
     /* nothing to gate: the one-launch sort of zero entries clears moe_buf and
      * writes the totals (as sort does at T = 0) */
