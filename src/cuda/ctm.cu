@@ -291,10 +291,24 @@ static int mr_ctm_plan(const mr_config* cfg, const mr_gate_args* a, uint32_t R, 
   return 1;
 }
 
-/* Where ctm takes the call by default (knob ctm = 0). Off until measured: lab call 32. */
+/* Where ctm's SORT takes the call by default (knob ctm = 0): the sort entry point, and
+ * route's second launch after the gate kernel; route's fused form only by the knob (ctm =
+ * 1). Lab call 35 (dev/runs/run35/ctm_pair.log, kernel metric, no moe_buf, R = 16 against
+ * the mid / general sorts): the sort alone wins from T*k = 4096 to 24576 for E <= 256
+ * (DeepSeek-R1 softmax T = 1024 5.67 / 6.11 us, 3072 8.93 / 9.90; OLMoE T = 512 4.44 / 5.05;
+ * GPT-OSS-120B T = 1024 4.68 / 5.16), from 8192 for E = 384 (Kimi-K2 T = 512 5.12 / 4.90,
+ * T = 1536 6.55 / 6.88) and from 16384 for E = 512 (Qwen3-Next T = 2048 9.16 / 11.36); at
+ * T*k = 32768 it is within noise or slower (DeepSeek-R1 softmax T = 4096 10.74 / 10.21), and
+ * at T = 256 mixed. Route as the gate kernel + ctm's sort: DeepSeek-R1 softmax T = 1024 8.23 /
+ * 9.08, Qwen3-235B 7.63 / 8.66, OLMoE 7.33 / 8.42. With a moe_buf it loses where the mid sort
+ * runs (DeepSeek-R1 softmax T = 1024 7.30 / 6.59) and wins at T = 3072 - 4096 against P
+ * (16.08 / 18.80), where route does not use it yet: not taken with a moe_buf. */
 static int mr_ctm_wanted(const mr_config* cfg) {
-  (void)cfg;
-  return 0;
+  const int64_t n = cfg->num_tokens * cfg->top_k, E = cfg->num_experts;
+  if (cfg->moe_buf_bytes != 0) return 0;
+  if (E <= 256) return n >= 4096 && n <= 24576;
+  if (E <= 384) return n >= 8192 && n <= 24576;
+  return E <= 512 && n >= 16384 && n <= 32768;
 }
 
 static int mr_ctm_takes(const mr_config* cfg, const mr_gate_args* a) {
@@ -304,8 +318,10 @@ static int mr_ctm_takes(const mr_config* cfg, const mr_gate_args* a) {
   size_t smem;
   return mr_ctm_plan(cfg, a, mr_ctm_auto_r(cfg), &K, &smem) || mr_ctm_plan(cfg, a, 8u, &K, &smem);
 }
+/* route's fused form: only by the knob (lab call 32: slower than the other paths nearly
+ * everywhere, perf-log v12) */
 extern "C" int mr_cuda_ctm_route_takes(const mr_config* cfg, const mr_gate_args* a) {
-  return mr_cuda_tune.ctm != 2 && mr_cuda_epl_bucket(cfg->num_experts) <= 16 && mr_ctm_takes(cfg, a);
+  return mr_cuda_tune.ctm == 1 && mr_cuda_epl_bucket(cfg->num_experts) <= 16 && mr_ctm_takes(cfg, a);
 }
 extern "C" int mr_cuda_ctm_sort_takes(const mr_config* cfg) { return mr_ctm_takes(cfg, NULL); }
 

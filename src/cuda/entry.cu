@@ -344,6 +344,17 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     if (err == cudaSuccess)
       err = mr_cuda_ctm_sort_takes(&cfg) ? mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s)
                                          : mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
+  } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_sort_takes(&cfg) &&
+             ws >= 2u * mr_route_topk_half(&cfg)) {
+    /* above the mid sort's bound without a moe_buf: the gate kernel, then ctm's sort (as
+     * the chain runs it: gate, then the sort entry point); the top-k through the caller's
+     * buffers or the end of the workspace (mr_cuda_workspace_needed reserves it last) */
+    const size_t half = mr_route_topk_half(&cfg);
+    unsigned char* tail = (unsigned char*)buffers->workspace + (ws - 2u * half);
+    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
+    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
+    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_ctm_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
   } else if (cfg.num_tokens == 0 && mr_cuda_no_cluster()) {
     /* nothing to gate: the one-launch sort of zero entries clears moe_buf and
      * writes the totals (as sort does at T = 0) */

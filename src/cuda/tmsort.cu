@@ -175,25 +175,19 @@ static uint32_t mr_tm_ctas_log2(const mr_config* cfg) {
   return l;
 }
 
-/* Where the token-mask sort is the default (knob tm_sort 0): E <= 384 and 384 <= T*k <=
- * 768, or up to 1024 for E <= 160. Lab call 26 (dev/runs/run26/tmsort.log, kernel metric, moe_buf cleared,
- * U = 32; route as the pair with it / without it, i.e. with the mask-table or mid sort):
- * wins inside the rule, e.g. DeepSeek-R1 softmax T = 64 5.69 / 6.44 us, Kimi-K2 T = 48
- * 6.14 / 7.09, GLM-4.5 T = 128 7.27 / 11.30, Qwen3-235B T = 128 5.77 / 9.37, GPT-OSS-120B
- * T = 256 5.99 / 8.94, OLMoE T = 128 5.41 / 8.23; its worst losses inside are 0.26 - 0.28 us
- * (DeepSeek-R1 T = 48, DeepSeek-V4-Flash T = 96, Kimi k = 16 T = 48, DeepSeek-R1 softmax
- * T = 128). Outside it loses: T*k 264 - 376 (DeepSeek-R1 softmax T = 33 5.31 / 5.07, the
- * mask-table sort is at its best there), T*k >= 1152 (T = 256, k = 8: 8.36 / 7.13), and
- * E = 512 - 1024 from T*k ~ 960 (Qwen3-Next T = 128 9.06 / 7.38). Lab call 27
- * (dev/runs/run27, the scaling sweep with 384 <= T*k <= 1024, E <= 384) confirmed the
- * wins (route without moe_buf, against results run 18: DeepSeek-R1 softmax T = 64 6.44 ->
- * 5.51, GPT-OSS-120B T = 128 / 256 6.30 / 8.84 -> 4.92 / 5.70, Kimi-K2 T = 48 / 64 6.93 /
- * 7.64 -> 6.14 / 6.74) but DeepSeek-R1 softmax T = 128 (T*k 1024, E = 256) lost 6.74 -> 7.83
- * (lab call 26 had 6.98 / 6.71): T*k above 768 stays with E <= 160, where T*k = 1024
- * measured the largest wins (GPT-OSS-120B, Qwen3-235B, OLMoE, GLM-4.5 at 1024). */
+/* Where the token-mask sort is the default (knob tm_sort 0): T*k >= 192 and up to 1536 for
+ * E <= 384, 1024 for E <= 512, 768 above. Lab call 35 (dev/runs/run35/tm_time.log, kernel
+ * metric, moe_buf cleared, U = 32, after the block writer interleaved its blocks over the
+ * warps, v12; route as the pair with it / without it, i.e. with the mask-table or mid sort):
+ * DeepSeek-R1 softmax T = 33 / 64 / 128 / 192 4.72 / 4.92 / 6.22 / 6.71 us against 5.04 / 6.46 /
+ * 6.74 / 7.10, T = 256 (T*k 2048) 7.62 against 7.20; GPT-OSS-120B T = 48 4.38 / 4.44, T = 33
+ * (T*k 132) 4.30 / 4.07; Qwen3-Next T = 96 6.53 / 7.62, T = 128 (T*k 1280) 7.99 / 7.39; E =
+ * 1024 T = 96 7.25 / 8.39, T = 128 8.49 / 8.04; Kimi-K2 bf16 k = 16 T = 96 9.66 / 10.22. The
+ * one loss inside: MiniMax-M2 T = 33 5.12 / 4.96. (Before the block writer, lab calls 26 -
+ * 27: 384 <= T*k <= 768, or 1024 for E <= 160.) */
 static int mr_tm_wanted(const mr_config* cfg) {
   const int64_t n = cfg->num_tokens * cfg->top_k, E = cfg->num_experts;
-  return n >= 384 && E <= 384 && (n <= 768 || (n <= 1024 && E <= 160));
+  return n >= 192 && n <= (E <= 384 ? 1536 : E <= 512 ? 1024 : 768);
 }
 
 static int mr_tm_plan(const mr_config* cfg, mr_tm_k* K, size_t* smem) {

@@ -1864,7 +1864,9 @@ static void group_engine(void) {
  * bucket: 48 for E <= 64, 32 for E <= 128, 24 for E <= 256, none for E <= 512, 32 above; its
  * wide form for sigmoid / sqrt_softplus rows: T = 1), the pair / one-launch sort (T*k <= 1024; E * ceil(T*k/32) <= 5120;
  * the decode sort: tiny.cu's one-pass sort for T <= 32, T*k <= 256, U >= T; the token-mask sort for
- * 384 <= T*k <= 768, or 1024 for E <= 160, E <= 384), the mid sort's
+ * T*k >= 192, up to 1536 for E <= 384, 1024 for E <= 512, 768 above), ctm's sort without moe_buf
+ * (sort entry and route's second launch: 4096 <= T*k <= 24576 for E <= 256, from 8192 for E <= 384,
+ * 16384 <= T*k <= 32768 for E <= 512), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384). */
@@ -1918,10 +1920,23 @@ static void group_thresholds(void) {
       {"sm-e1024", 5, 0, 32},        /* one-pass 40 -> 48 (the pair), E > 256 */
       {"qwen3-next", 4, 1, 0},       /* one-pass 40 -> 50 (the pair) */
       {"qwen3-next", 25, 1, 32},     /* the decode sort: tiny.cu's one-pass sort up to T*k = 256 (250 -> 260) */
-      {"qwen3", 47, 1, 0},           /* the token-mask sort (default): T*k 376 -> 384 ... */
+      {"qwen3", 47, 1, 0},           /* (the token-mask sort's old bounds: T*k 376 -> 384 ... */
       {"qwen3", 128, 0, 16},         /* ... 1024 -> 1032 (U = 16) */
-      {"kimi-k2", 64, 1, 0},         /* (E = 384 takes it; Qwen3-Next, E = 512, does not: the engine shapes) */
-      {"ds-softmax", 96, 1, 0},      /* E = 256: T*k 768 -> 776 (the mask-table sort), E <= 160 to 1024 */
+      {"kimi-k2", 64, 1, 0},         /* (E = 384) */
+      {"ds-softmax", 96, 1, 0},      /* ... 768 -> 776; v12: the token-mask sort on both sides) */
+      {"gpt-oss-120b", 47, 1, 0},    /* the token-mask sort (v12): T*k 188 -> 192 (the mask-table sort below) */
+      {"ds-softmax", 32, 0, 0},      /* T*k 256 -> 264: tiny.cu's one-pass sort (T <= 32) -> the token-mask sort */
+      {"ds-softmax", 192, 1, 0},     /* E <= 384: T*k 1536 -> 1544 (the mask-table sort above) */
+      {"kimi-k2", 192, 0, 0},        /* (E = 384) */
+      {"qwen3-next", 102, 1, 0},     /* E <= 512: 1020 -> 1030 */
+      {"sm-e1024", 96, 0, 0},        /* E > 512: 768 -> 776 */
+      {"ds-softmax", 511, 1, 0},     /* ctm's sort without moe_buf (v12): T*k 4088 -> 4096 ... */
+      {"ds-softmax", 3072, 1, 0},    /* ... 24576 -> 24584 (route: gate + ctm's sort -> the chain / large path) */
+      {"ds-softmax", 3072, 0, 0},    /* (with moe_buf: not ctm on either side) */
+      {"kimi-k2", 1023, 1, 0},       /* E = 384: 8184 -> 8192 ... */
+      {"kimi-k2", 3072, 1, 0},       /* ... 24576 -> 24584 */
+      {"qwen3-next", 1638, 1, 0},    /* E = 512: 16380 -> 16390 (route: the large path -> gate + ctm's sort) ... */
+      {"qwen3-next", 3276, 1, 0},    /* ... 32760 -> 32770 */
       {"qwen3", 256, 1, 0},          /* (its fit, T = 256 and T*k = 2048, under its knob) */
       {"olmoe", 12, 0, 8},           /* (U = 8 < T) */
       {"kimi-k2", 16, 0, 0},         /* (the pair with it: T*k 128 -> 136, the route kernel's bound) */
