@@ -178,9 +178,18 @@ static int mr_route_pair_fits(const mr_config* cfg) {
  * kernel spreads the rows over SMs and PDL hides the second launch); the
  * cluster kernel of fused.cu when PDL is off (there it is 1.03 - 1.24x faster
  * than the pair). */
-static int mr_route_use_pair(const mr_config* cfg) {
+/* The pair's sort would be the token-mask sort where, for 16-bit softmax rows with E >= 256
+ * and T*k > 768 without a moe_buf, gate + that sort is slower than gate + the mid sort
+ * although the sort alone is faster (DeepSeek-R1 softmax T = 128: route 7.16 against 6.69 us,
+ * the sort alone 3.54 against 4.85, results runs 22 and 21; lab call 27 saw the same): route
+ * takes the mid pair there (the sort entry point keeps the token-mask sort). */
+static int mr_route_pair_avoids_tm(const mr_config* cfg, const mr_gate_args* a) {
+  return mr_cuda_tune.tm_sort == 0 && a->packed && cfg->num_experts >= 256 && cfg->moe_buf_bytes == 0 &&
+         cfg->num_tokens * cfg->top_k > 768 && !mr_cuda_tiny_sort_fits(cfg) && mr_cuda_tm_sort_fits(cfg);
+}
+static int mr_route_use_pair(const mr_config* cfg, const mr_gate_args* a) {
   if (!mr_route_pair_fits(cfg) || mr_cuda_tune.force_general || mr_cuda_tune.fused_cluster > 0 ||
-      mr_cuda_tune.route_pair < 0)
+      mr_cuda_tune.route_pair < 0 || mr_route_pair_avoids_tm(cfg, a))
     return 0;
   if (mr_cuda_tune.route_pair > 0) return 1;
   return mr_cuda_pdl_on();
@@ -323,7 +332,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_route_takes(&cfg, &ga)) {
     err = mr_cuda_launch_ctm_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
-  } else if (mr_route_use_pair(&cfg)) {
+  } else if (mr_route_use_pair(&cfg, &ga)) {
     /* the caller's top-k buffers, else the workspace (mr_cuda_workspace_needed) */
     const size_t half = mr_route_topk_half(&cfg);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
@@ -344,11 +353,13 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     if (err == cudaSuccess)
       err = mr_cuda_ctm_sort_takes(&cfg) ? mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s)
                                          : mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
-  } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_sort_takes(&cfg) &&
-             ws >= 2u * mr_route_topk_half(&cfg)) {
+  } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && cfg.num_experts <= 384 &&
+             mr_cuda_ctm_sort_takes(&cfg) && ws >= 2u * mr_route_topk_half(&cfg)) {
     /* above the mid sort's bound without a moe_buf: the gate kernel, then ctm's sort (as
      * the chain runs it: gate, then the sort entry point); the top-k through the caller's
-     * buffers or the end of the workspace (mr_cuda_workspace_needed reserves it last) */
+     * buffers or the end of the workspace (mr_cuda_workspace_needed reserves it last).
+     * E <= 384: for Qwen3-Next (E = 512) large.cu's route stays faster (T = 2048 14.83
+     * against 15.37 us, results runs 21 / 22; the chain with ctm's sort 15.36) */
     const size_t half = mr_route_topk_half(&cfg);
     unsigned char* tail = (unsigned char*)buffers->workspace + (ws - 2u * half);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;

@@ -1923,7 +1923,8 @@ static void group_thresholds(void) {
       {"qwen3", 47, 1, 0},           /* (the token-mask sort's old bounds: T*k 376 -> 384 ... */
       {"qwen3", 128, 0, 16},         /* ... 1024 -> 1032 (U = 16) */
       {"kimi-k2", 64, 1, 0},         /* (E = 384) */
-      {"ds-softmax", 96, 1, 0},      /* ... 768 -> 776; v12: the token-mask sort on both sides) */
+      {"ds-softmax", 96, 1, 0},      /* ... 768 -> 776; v12: the sort entry's token-mask sort on both sides;
+                                        route without moe_buf: the pair with it -> the mid pair) */
       {"gpt-oss-120b", 47, 1, 0},    /* the token-mask sort (v12): T*k 188 -> 192 (the mask-table sort below) */
       {"ds-softmax", 32, 0, 0},      /* T*k 256 -> 264: tiny.cu's one-pass sort (T <= 32) -> the token-mask sort */
       {"ds-softmax", 192, 1, 0},     /* E <= 384: T*k 1536 -> 1544 (the mask-table sort above) */
@@ -1935,7 +1936,7 @@ static void group_thresholds(void) {
       {"ds-softmax", 3072, 0, 0},    /* (with moe_buf: not ctm on either side) */
       {"kimi-k2", 1023, 1, 0},       /* E = 384: 8184 -> 8192 ... */
       {"kimi-k2", 3072, 1, 0},       /* ... 24576 -> 24584 */
-      {"qwen3-next", 1638, 1, 0},    /* E = 512: 16380 -> 16390 (route: the large path -> gate + ctm's sort) ... */
+      {"qwen3-next", 1638, 1, 0},    /* E = 512: 16380 -> 16390 (route: the large path on both sides) ... */
       {"qwen3-next", 3276, 1, 0},    /* ... 32760 -> 32770 */
       {"qwen3", 256, 1, 0},          /* (its fit, T = 256 and T*k = 2048, under its knob) */
       {"olmoe", 12, 0, 8},           /* (U = 8 < T) */
