@@ -183,17 +183,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     sum += b;
   }
   if (!K.probe) mr_cluster_arrive(); /* this CTA's remote reads are done (waited for before exit) */
-  uint32_t total;
-  uint32_t run = mr_block_excl_scan<MR_CTM_WARPS>(sum, misc, &total);
-  for (uint32_t q = 0; q < ept; ++q) {
-    const uint32_t e = e0 + q;
-    if (e >= E) break;
-    const uint32_t v = st[e];
-    st[e] = run;
-    run += v;
-  }
-  __syncthreads();
-  const uint32_t D = total & 0xffffu;
+  const uint32_t D = mr_tm_starts<MR_CTM_WARPS>(st, e0, ept, E, sum, misc);
 
   /* 4. this CTA's entries */
   for (uint32_t li = tid; li < nc; li += MR_CTM_THREADS) {
@@ -206,12 +196,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     } else {
       rank += mr_tm_rank(tm, P, E, lt, e);
     }
-    const uint32_t pos = (st[e] & 0xffffu) * U + rank, slot = i - t * k;
-    if (o.sorted_ids) {
-      o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-      if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wts[li];
-    }
-    if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
+    mr_emit_entry_at(&o, (st[e] & 0xffffu) * U + rank, i, t, i - t * k, wts[li]);
   }
 
   /* 5. blocks b = r + R j; totals */

@@ -42,17 +42,22 @@
  * 4.70. */
 #define MR_SMALL_SORT_MASK_WORDS 5120
 
-/* One entry of the sorted layouts: entry i = t*k + slot at position pos.
- * The weight is copied as bits (contract: bit-exact). */
+/* One entry of the sorted layouts: entry i = t*k + slot at position pos, its weight
+ * bits wb (contract: the weight is copied bit-exact). */
+__device__ __forceinline__ void mr_emit_entry_at(const mr_sort_out* o, uint32_t pos, uint32_t i, uint32_t t,
+                                                 uint32_t slot, uint32_t wb) {
+  if (o->sorted_ids) {
+    o->sorted_ids[pos] = (int32_t)((slot << 24) | t);
+    if (o->sorted_weights) ((uint32_t*)o->sorted_weights)[pos] = wb;
+  }
+  if (o->sorted_token_ids) o->sorted_token_ids[pos] = (int32_t)i;
+}
+/* The same, t and slot from i, the weight from weight_bits[i]. */
 __device__ __forceinline__ void mr_emit_entry(const mr_sort_out* o, uint32_t pos, uint32_t i,
                                               const uint32_t* weight_bits) {
   const uint32_t k = (uint32_t)o->top_k;
-  const uint32_t t = mr_udiv(i, k, o->k_magic), slot = i - t * k;
-  if (o->sorted_ids) {
-    o->sorted_ids[pos] = (int32_t)((slot << 24) | t);
-    if (o->sorted_weights) ((uint32_t*)o->sorted_weights)[pos] = weight_bits[i];
-  }
-  if (o->sorted_token_ids) o->sorted_token_ids[pos] = (int32_t)i;
+  const uint32_t t = mr_udiv(i, k, o->k_magic);
+  mr_emit_entry_at(o, pos, i, t, i - t * k, o->sorted_ids && o->sorted_weights ? weight_bits[i] : 0u);
 }
 
 /* Position pos is padding: the sentinel of each layout, (k << 24) | T (CK, with
@@ -381,6 +386,26 @@ __device__ __forceinline__ uint32_t mr_block_excl_scan(uint32_t v, uint32_t* mis
   }
   *total = all;
   return before + incl - v;
+}
+
+/* The starts from the blocks: thread j's experts e0 .. e0 + ept - 1 hold st[e] = blocks |
+ * enabled << 16 and `sum` is their sum; one block-wide scan (NW warps) turns st[e] into
+ * start block | local id << 16 (the enabled experts before e). Returns the total blocks
+ * (low 16 bits); every thread's st is visible to the CTA on return. */
+template <int NW>
+__device__ __forceinline__ uint32_t mr_tm_starts(uint32_t* st, uint32_t e0, uint32_t ept, uint32_t E, uint32_t sum,
+                                                 uint32_t* misc) {
+  uint32_t total;
+  uint32_t run = mr_block_excl_scan<NW>(sum, misc, &total);
+  for (uint32_t q = 0; q < ept; ++q) {
+    const uint32_t e = e0 + q;
+    if (e >= E) break;
+    const uint32_t v = st[e];
+    st[e] = run;
+    run += v;
+  }
+  __syncthreads();
+  return total & 0xffffu;
 }
 
 /* Block ids and padding of the blocks b = r, r + R, r + 2R, ... < D, by the NT

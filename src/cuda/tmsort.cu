@@ -126,17 +126,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     st[e] = v;
     sum += v;
   }
-  uint32_t total;
-  uint32_t run = mr_block_excl_scan<MR_TM_WARPS>(sum, misc, &total);
-  for (uint32_t q = 0; q < ept; ++q) {
-    const uint32_t e = e0 + q;
-    if (e >= E) break;
-    const uint32_t v = st[e];
-    st[e] = run;
-    run += v;
-  }
-  __syncthreads();
-  const uint32_t D = total & 0xffffu;
+  const uint32_t D = mr_tm_starts<MR_TM_WARPS>(st, e0, ept, E, sum, misc);
   /* 3. entries: position, then only those of this CTA's blocks */
 #pragma unroll
   for (int m = 0; m < MR_TM_PER; ++m) {
@@ -151,12 +141,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     }
     const uint32_t blk = (st[e] & 0xffffu) + mr_udiv(rank, U, o.u_magic);
     if ((blk & (ctas - 1u)) != cta) continue;
-    const uint32_t pos = (st[e] & 0xffffu) * U + rank, slot = i - t * (uint32_t)o.top_k;
-    if (o.sorted_ids) {
-      o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-      if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = wb[m];
-    }
-    if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
+    mr_emit_entry_at(&o, (st[e] & 0xffffu) * U + rank, i, t, i - t * (uint32_t)o.top_k, wb[m]);
   }
   /* 4. blocks b = cta + ctas * j: ids and padding */
   mr_tm_write_blocks<MR_TM_THREADS>(o, st, C, D, cta, ctas);
