@@ -228,7 +228,7 @@ static void gen_case(Case* c) {
   static const int Rm[] = {0, 0, 2, 4, 8, 16, 32};
   c->tune.tm_sort_ctas = pick(Rm, 7);
   c->tune.decode_pdl = irand(3) - 1; /* PDL off / auto / on (the run twice checks back-to-back calls) */
-  c->tune.ctm = irand(3) - 1; /* the cluster token-mask path (ctm.cu): never / auto / wherever it fits */
+  c->tune.ctm = irand(4) - 1; /* ctm.cu: never / auto / wherever it fits / its sort wherever it fits */
   static const int Rc[] = {0, 0, 1, 2, 3, 4, 8, 16};
   c->tune.ctm_ctas = pick(Rc, 8);
 }

@@ -425,6 +425,7 @@ cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_sort_out* o,
 int mr_cuda_tm_sort_fits(const mr_config* cfg);
 int mr_cuda_ctm_route_takes(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_ctm_sort_takes(const mr_config* cfg);
+int mr_cuda_ctm_refused(void); /* 1 once the current device refused a ctm launch (then ctm takes nothing) */
 cudaError_t mr_cuda_launch_ctm_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                      int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
 cudaError_t mr_cuda_launch_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,

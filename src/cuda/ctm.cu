@@ -296,8 +296,26 @@ static int mr_ctm_wanted(const mr_config* cfg) {
   return E <= 512 && n >= 16384 && n <= 32768;
 }
 
+/* Devices that refused a ctm launch (a cluster of its size, or the non-portable size's
+ * attribute: MPS, green contexts, a partitioned device): 1, and ctm takes no more calls
+ * there; the call that saw the refusal runs the path ctm replaced (entry.cu). */
+#define MR_CTM_DEVICES 64
+static int mr_ctm_refused_dev[MR_CTM_DEVICES];
+static int mr_ctm_device(void) {
+  int d = -1;
+  if (cudaGetDevice(&d) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return d >= 0 && d < MR_CTM_DEVICES ? d : -1;
+}
+extern "C" int mr_cuda_ctm_refused(void) {
+  const int d = mr_ctm_device();
+  return d >= 0 && mr_ctm_refused_dev[d] != 0;
+}
+
 static int mr_ctm_takes(const mr_config* cfg, const mr_gate_args* a) {
-  if (mr_cuda_tune.ctm < 0 || mr_cuda_no_cluster() || cfg->num_tokens < 1) return 0;
+  if (mr_cuda_tune.ctm < 0 || mr_cuda_no_cluster() || cfg->num_tokens < 1 || mr_cuda_ctm_refused()) return 0;
   if (mr_cuda_tune.ctm == 0 && !mr_ctm_wanted(cfg)) return 0;
   mr_ctm_k K;
   size_t smem;
@@ -314,11 +332,13 @@ extern "C" int mr_cuda_ctm_sort_takes(const mr_config* cfg) { return mr_ctm_take
  * clear moe_buf. Clusters above 8 CTAs need the non-portable attribute; where it or
  * the launch is refused the caller retries with 8. */
 template <typename KF, typename... Args>
-static cudaError_t mr_ctm_launch(KF kernel, const mr_sort_out* o, const mr_ctm_k* K, size_t smem,
+static cudaError_t mr_ctm_launch(KF kernel, int* attr_set, const mr_sort_out* o, const mr_ctm_k* K, size_t smem,
                                  cudaStream_t stream, Args... args) {
-  if (K->R > 8u) {
+  const int dev = mr_ctm_device();
+  if (K->R > 8u && (dev < 0 || !attr_set[dev])) { /* once per kernel and device (benign race) */
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess) return e;
+    if (dev >= 0) attr_set[dev] = 1;
   }
   int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_CTM_THREADS);
   clear = (clear + (int)K->R - 1) / (int)K->R * (int)K->R;
@@ -354,13 +374,18 @@ static cudaError_t mr_ctm_run(const mr_config* cfg, const mr_gate_args* a, Launc
     (void)cudaGetLastError();
     err = launch(&K, smem);
   }
+  if (err != cudaSuccess) {
+    const int d = mr_ctm_device();
+    if (d >= 0) mr_ctm_refused_dev[d] = 1;
+  }
   return err;
 }
 
 extern "C" cudaError_t mr_cuda_launch_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                                const float* topk_weights, cudaStream_t stream) {
+  static int attr_set[MR_CTM_DEVICES];
   return mr_ctm_run(cfg, NULL, [&](const mr_ctm_k* K, size_t smem) {
-    return mr_ctm_launch(mr_ctm_sort_kernel, o, K, smem, stream, *o, *K, topk_ids, topk_weights);
+    return mr_ctm_launch(mr_ctm_sort_kernel, attr_set, o, K, smem, stream, *o, *K, topk_ids, topk_weights);
   });
 }
 
@@ -368,8 +393,9 @@ template <int DT, int EPL, int KIND>
 static cudaError_t mr_ctm_route_t(const mr_config* cfg, const mr_gate_args* a, const mr_gate_p* g,
                                   const mr_sort_out* o, int32_t* topk_ids, float* topk_weights,
                                   cudaStream_t stream) {
+  static int attr_set[MR_CTM_DEVICES];
   return mr_ctm_run(cfg, a, [&](const mr_ctm_k* K, size_t smem) {
-    return mr_ctm_launch(mr_ctm_route_kernel<DT, EPL, KIND>, o, K, smem, stream, *g, *o, *K, topk_ids,
+    return mr_ctm_launch(mr_ctm_route_kernel<DT, EPL, KIND>, attr_set, o, K, smem, stream, *g, *o, *K, topk_ids,
                          topk_weights);
   });
 }

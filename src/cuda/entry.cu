@@ -16,7 +16,11 @@
  *            without PDL                                one cluster launch (fused.cu)
  *          else T*k <= 16384                            the mid pair: gate kernel, then the
  *                                                       mid sort (mid.cu, one launch, which
- *                                                       also clears moe_buf)
+ *                                                       also clears moe_buf), or ctm's sort
+ *                                                       where its rule takes the sort
+ *                                                       (ctm.cu, design 30: no moe_buf)
+ *          otherwise, where ctm's rule takes the sort   gate kernel, then ctm's sort
+ *          and E <= 384
  *          otherwise, without a moe_buf, T < 16384      the large path (large.cu,
  *          and rows the gate kernel does not            dev/large-notes.md): gate+rank,
  *          segment                                      scan, place: 3 launches chained
@@ -34,7 +38,8 @@
  *   gate   any T                                     gate kernel (or nothing at T = 0);
  *                                                    16-bit softmax rows, E <= 256, k <= 8
  *                                                    by segments of 16/8/4 lanes at large T
- *   sort   same bound as the pair                    one launch (sort.cu)
+ *   sort   where ctm's rule takes it                   one cluster launch (ctm.cu)
+ *          same bound as the pair                    one launch (sort.cu)
  *          T*k <= 16384                              one launch (mid.cu)
  *          otherwise                                  the large path (rank, scan,
  *                                                     place; 3 launches) without a
@@ -43,11 +48,13 @@
  *
  * Every launch is asynchronous on the caller's stream, allocates nothing, reads
  * nothing back, and is graph-capturable (cudaLaunchKernelEx with a cluster and/or
- * a programmatic-stream-serialization attribute; no cudaFuncSetAttribute, no
- * memset on another stream). Every kernel launched with PDL as the first of a call
- * (tiny, cluster, gate, one-launch sort) waits (griddepcontrol.wait) before it touches
- * global memory, so it is safe after any predecessor; the first launch of the large and
- * general paths has no PDL attribute. At T = 0 (no PDL choice to make) route runs the
+ * a programmatic-stream-serialization attribute; cudaFuncSetAttribute only once per
+ * device for ctm's clusters of 16 (non-portable size), no memset on another stream).
+ * Where the device refuses ctm's cluster launch, the call runs the path it replaced.
+ * Every kernel launched with PDL as the first of a call (tiny, cluster, gate, one-launch
+ * sort, ctm) waits (griddepcontrol.wait) before it touches global memory, so it is safe
+ * after any predecessor; the first launch of the large and general paths has no PDL
+ * attribute. At T = 0 (no PDL choice to make) route runs the
  * cluster kernel, or the one-launch sort under MOEROUTE_CUDA_NO_CLUSTER.
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -189,9 +196,10 @@ static int mr_route_pair_avoids_tm(const mr_config* cfg, const mr_gate_args* a) 
 }
 static int mr_route_use_pair(const mr_config* cfg, const mr_gate_args* a) {
   if (!mr_route_pair_fits(cfg) || mr_cuda_tune.force_general || mr_cuda_tune.fused_cluster > 0 ||
-      mr_cuda_tune.route_pair < 0 || mr_route_pair_avoids_tm(cfg, a))
+      mr_cuda_tune.route_pair < 0)
     return 0;
   if (mr_cuda_tune.route_pair > 0) return 1;
+  if (mr_route_pair_avoids_tm(cfg, a)) return 0;
   return mr_cuda_pdl_on();
 }
 /* Route above the one-launch sort's bound and up to the mid sort's: the gate
@@ -350,11 +358,18 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
      * 21.89 against 18.63); without it the two are the same kernels. */
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     const float* sw = so.sorted_weights ? wts : NULL;
-    if (err == cudaSuccess)
-      err = mr_cuda_ctm_sort_takes(&cfg) ? mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s)
-                                         : mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
+    if (err == cudaSuccess && mr_cuda_ctm_sort_takes(&cfg)) {
+      err = mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s);
+      if (err != cudaSuccess && mr_cuda_ctm_refused()) { /* refused by the device: the mid sort */
+        (void)cudaGetLastError();
+        err = mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
+      }
+    } else if (err == cudaSuccess) {
+      err = mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
+    }
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && cfg.num_experts <= 384 &&
-             mr_cuda_ctm_sort_takes(&cfg) && ws >= 2u * mr_route_topk_half(&cfg)) {
+             !mr_cuda_mid_sort_fits(&cfg) && mr_cuda_ctm_sort_takes(&cfg) &&
+             ws >= mr_cuda_general_sort_workspace(&cfg) + 2u * mr_route_topk_half(&cfg)) {
     /* above the mid sort's bound without a moe_buf: the gate kernel, then ctm's sort (as
      * the chain runs it: gate, then the sort entry point); the top-k through the caller's
      * buffers or the end of the workspace (mr_cuda_workspace_needed reserves it last).
@@ -364,8 +379,13 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     unsigned char* tail = (unsigned char*)buffers->workspace + (ws - 2u * half);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
+    const float* sw = so.sorted_weights ? wts : NULL;
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    if (err == cudaSuccess) err = mr_cuda_launch_ctm_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s);
+    if (err != cudaSuccess && mr_cuda_ctm_refused()) { /* the chain's general sort, workspace below the top-k */
+      (void)cudaGetLastError();
+      err = mr_cuda_launch_general_sort(&cfg, &so, ids, sw, buffers->workspace, s);
+    }
   } else if (cfg.num_tokens == 0 && mr_cuda_no_cluster()) {
     /* nothing to gate: the one-launch sort of zero entries clears moe_buf and
      * writes the totals (as sort does at T = 0) */
@@ -412,8 +432,15 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err;
-  if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_sort_takes(&cfg))
+  int done = 0;
+  err = cudaSuccess;
+  if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_sort_takes(&cfg)) {
     err = mr_cuda_launch_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s);
+    done = err == cudaSuccess || !mr_cuda_ctm_refused();
+    if (!done) (void)cudaGetLastError(); /* refused by the device: the path it replaced */
+  }
+  if (done)
+    ; /* ctm's sort ran (or failed for another reason) */
   else if (mr_sort_one_launch(&cfg))
     err = mr_cuda_launch_decode_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else if (!mr_cuda_tune.force_general && mr_cuda_mid_sort_fits(&cfg))

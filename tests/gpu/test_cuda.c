@@ -1936,8 +1936,9 @@ static void group_thresholds(void) {
       {"ds-softmax", 3072, 0, 0},    /* (with moe_buf: not ctm on either side) */
       {"kimi-k2", 1023, 1, 0},       /* E = 384: 8184 -> 8192 ... */
       {"kimi-k2", 3072, 1, 0},       /* ... 24576 -> 24584 */
-      {"qwen3-next", 1638, 1, 0},    /* E = 512: 16380 -> 16390 (route: the large path on both sides) ... */
-      {"qwen3-next", 3276, 1, 0},    /* ... 32760 -> 32770 */
+      {"qwen3-next", 1638, 1, 0},    /* E = 512: 16380 -> 16390 (the sort: mid -> ctm's; route: the mid pair ->
+                                        large.cu, E > 384) ... */
+      {"qwen3-next", 3072, 1, 0},    /* ... ctm's plan fits up to T = 3072 (48 KB of shared memory) */
       {"qwen3", 256, 1, 0},          /* (its fit, T = 256 and T*k = 2048, under its knob) */
       {"olmoe", 12, 0, 8},           /* (U = 8 < T) */
       {"kimi-k2", 16, 0, 0},         /* (the pair with it: T*k 128 -> 136, the route kernel's bound) */
@@ -1949,9 +1950,11 @@ static void group_thresholds(void) {
       {"qwen3", 4095, 0, 0},         /* 8 from 4096 (k <= 4: 16 from 1024, 8 from 4096, 4 from 8192) */
       {"gpt-oss-120b", 1023, 0, 0},
       {"gpt-oss-120b", 8191, 1, 0},
-      {"qwen3", 2048, 1, 0},         /* T*k 16384 -> 16392: the mid sort -> the chain (segment gate) / large path */
+      {"qwen3", 2048, 1, 0},         /* T*k 16384 -> 16392: the mid pair -> the chain / large path (v12, no moe_buf:
+                                        gate + ctm's sort on both sides, the mid pair's second launch -> its own) */
       {"gpt-oss-120b", 4096, 0, 0},
-      {"kimi-k2", 2048, 1, 0},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route */
+      {"kimi-k2", 2048, 1, 0},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route (v12:
+                                        gate + ctm's sort on both sides) */
       {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
       {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
       {"ds-softmax", 2048, 0, 0},    /* with moe_buf, T*k 16384 -> 16392: the mid pair -> P (zero, the capped
