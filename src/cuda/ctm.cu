@@ -132,6 +132,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     }
   }
   __syncthreads();
+  MR_STAMP(2);
 
   /* 2. this CTA's counts (the fallback: shared atomics into tm[0 .. E)) */
   const bool dup = misc[0] != 0u; /* uniform in the CTA */
@@ -148,6 +149,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     const uint32_t e = e0 + q;
     if (e < E) cnt[e] = dup ? tm[e] : mr_tm_count(tm, P, W, E, e);
   }
+  MR_STAMP(3);
   if (!K.probe) mr_cluster_arrive(); /* release: cnt is visible to the cluster after the wait */
   /* the mask is an input (design.md 7: non-zero = enabled); loaded under the barrier */
   uint32_t en_bits = 0u;
@@ -157,6 +159,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
   }
   if (!K.probe) mr_cluster_wait();
   else __syncthreads();
+  MR_STAMP(4);
 
   /* 3. every CTA's counts over DSMEM; blocks; one scan: start block | local id << 16 */
   uint32_t sum = 0u;
@@ -182,8 +185,10 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     st[e] = b;
     sum += b;
   }
+  MR_STAMP(5);
   if (!K.probe) mr_cluster_arrive(); /* this CTA's remote reads are done (waited for before exit) */
   const uint32_t D = mr_tm_starts<MR_CTM_WARPS>(st, e0, ept, E, sum, misc);
+  MR_STAMP(6);
 
   /* 4. this CTA's entries */
   for (uint32_t li = tid; li < nc; li += MR_CTM_THREADS) {
@@ -200,9 +205,12 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
   }
 
   /* 5. blocks b = r + R j; totals */
+  MR_STAMP(7);
   mr_tm_write_blocks<MR_CTM_THREADS>(o, st, C, D, r, R);
   if (tid == 0 && r == 0u) mr_emit_totals(&o, D * U);
+  MR_STAMP(8);
   if (!K.probe) mr_cluster_wait(); /* no CTA leaves while another may read its counts */
+  MR_STAMP(9);
 }
 
 /* Clears the token masks and the flag (shared memory only: before the PDL wait),
@@ -211,12 +219,14 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
 __device__ __forceinline__ bool mr_ctm_enter(const mr_sort_out& o, const mr_ctm_k& K) {
   extern __shared__ __align__(16) uint32_t mr_ctm_smem[];
   const bool routing = blockIdx.x < K.R;
+  MR_STAMP(0);
   if (routing) {
     for (uint32_t w = threadIdx.x; w < K.W * (uint32_t)o.num_experts; w += MR_CTM_THREADS) mr_ctm_smem[w] = 0u;
     if (threadIdx.x == 0) mr_ctm_smem[K.off_misc] = 0u;
     __syncthreads();
   }
   mr_pdl_enter();
+  MR_STAMP(1);
   if (!routing)
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - K.R) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - K.R) * blockDim.x);
