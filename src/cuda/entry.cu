@@ -233,6 +233,18 @@ static cudaError_t mr_cuda_launch_decode_sort(const mr_config* cfg, const mr_sor
   return mr_cuda_launch_small_sort(cfg, o, topk_ids, topk_weights, s);
 }
 
+/* ctm's sort where its rule takes the call (ctm.cu): 1 when it ran, or failed for a reason
+ * other than the device refusing its cluster launch (*err holds the result); 0 when the
+ * caller runs the path ctm replaced (also after a refusal: the error is cleared). */
+static int mr_try_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* ids, const float* w,
+                           cudaStream_t s, cudaError_t* err) {
+  if (cfg->num_tokens <= 0 || mr_cuda_tune.force_general || !mr_cuda_ctm_sort_takes(cfg)) return 0;
+  *err = mr_cuda_launch_ctm_sort(cfg, o, ids, w, s);
+  if (*err == cudaSuccess || !mr_cuda_ctm_refused()) return 1;
+  (void)cudaGetLastError();
+  return 0;
+}
+
 #define MR_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
 
 /* Bytes of one of route's workspace top-k arrays (ids, then weights): the
@@ -358,15 +370,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
      * 21.89 against 18.63); without it the two are the same kernels. */
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     const float* sw = so.sorted_weights ? wts : NULL;
-    if (err == cudaSuccess && mr_cuda_ctm_sort_takes(&cfg)) {
-      err = mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s);
-      if (err != cudaSuccess && mr_cuda_ctm_refused()) { /* refused by the device: the mid sort */
-        (void)cudaGetLastError();
-        err = mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
-      }
-    } else if (err == cudaSuccess) {
+    if (err == cudaSuccess && !mr_try_ctm_sort(&cfg, &so, ids, sw, s, &err))
       err = mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
-    }
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && cfg.num_experts <= 384 &&
              !mr_cuda_mid_sort_fits(&cfg) && mr_cuda_ctm_sort_takes(&cfg) &&
              ws >= mr_cuda_general_sort_workspace(&cfg) + 2u * mr_route_topk_half(&cfg)) {
@@ -381,11 +386,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
     const float* sw = so.sorted_weights ? wts : NULL;
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    if (err == cudaSuccess) err = mr_cuda_launch_ctm_sort(&cfg, &so, ids, sw, s);
-    if (err != cudaSuccess && mr_cuda_ctm_refused()) { /* the chain's general sort, workspace below the top-k */
-      (void)cudaGetLastError();
+    if (err == cudaSuccess && !mr_try_ctm_sort(&cfg, &so, ids, sw, s, &err)) /* the chain's general sort */
       err = mr_cuda_launch_general_sort(&cfg, &so, ids, sw, buffers->workspace, s);
-    }
   } else if (cfg.num_tokens == 0 && mr_cuda_no_cluster()) {
     /* nothing to gate: the one-launch sort of zero entries clears moe_buf and
      * writes the totals (as sort does at T = 0) */
@@ -432,15 +434,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err;
-  int done = 0;
-  err = cudaSuccess;
-  if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_sort_takes(&cfg)) {
-    err = mr_cuda_launch_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s);
-    done = err == cudaSuccess || !mr_cuda_ctm_refused();
-    if (!done) (void)cudaGetLastError(); /* refused by the device: the path it replaced */
-  }
-  if (done)
-    ; /* ctm's sort ran (or failed for another reason) */
+  if (mr_try_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s, &err))
+    ; /* ctm's sort ran (or failed for a reason other than the device refusing it) */
   else if (mr_sort_one_launch(&cfg))
     err = mr_cuda_launch_decode_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else if (!mr_cuda_tune.force_general && mr_cuda_mid_sort_fits(&cfg))
