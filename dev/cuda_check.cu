@@ -231,6 +231,7 @@ static void gen_case(Case* c) {
   c->tune.ctm = irand(4) - 1; /* ctm.cu: never / auto / wherever it fits / its sort wherever it fits */
   static const int Rc[] = {0, 0, 1, 2, 3, 4, 8, 16};
   c->tune.ctm_ctas = pick(Rc, 8);
+  c->tune.ctm_push = irand(2); /* ctm's count exchange: pull / push */
 }
 
 static void gen_inputs(const Case* c, Host* h) {

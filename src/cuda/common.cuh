@@ -174,6 +174,9 @@ __device__ __forceinline__ void mr_dsmem_or(uint32_t addr, uint32_t v) {
 __device__ __forceinline__ void mr_dsmem_store_f32(uint32_t addr, float v) {
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(addr), "f"(v) : "memory");
 }
+__device__ __forceinline__ void mr_dsmem_store_u32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
 __device__ __forceinline__ uint32_t mr_dsmem_load_u32(uint32_t addr) {
   uint32_t v;
   asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
@@ -346,6 +349,9 @@ typedef struct mr_cuda_tuning {
                             (also as the mid pair's second launch) but never route's fused form, -1 = never */
   int ctm_ctas;          /* its cluster size: 0 = auto, else 1 - 16 */
   int ctm_probe;         /* lab timing probe, WRONG outputs (ctm.cu mr_ctm_k.probe): 0 = off */
+  int ctm_push;          /* ctm's count exchange: 0 = pull (each CTA reads the others' counts after the
+                            barrier), 1 = push (each CTA stores its counts into every CTA before it;
+                            lab, not yet measured) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
