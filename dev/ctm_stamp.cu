@@ -22,12 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-__device__ unsigned long long g_stamp[32];
-__device__ int g_pass;
-#define MR_STAMP(slot)                                                                   \
-  do {                                                                                   \
-    if (threadIdx.x == 0 && blockIdx.x == 0) g_stamp[(slot) + 10 * g_pass] = clock64(); \
-  } while (0)
+#define LAB_STAMP_STRIDE 10
+#include "lab_stamp.h"
 #define mr_ctm_sort_kernel lab_ctm_sort_kernel
 #define mr_ctm_route_kernel lab_ctm_route_kernel
 #define mr_cuda_ctm_route_takes lab_ctm_route_takes
@@ -37,6 +33,7 @@ __device__ int g_pass;
 #define mr_cuda_launch_ctm_route lab_launch_ctm_route
 #include "../src/cuda/ctm.cu"
 #include "lab_util.h"
+#include "lab_sortcase.h"
 
 /* probe 2's body twice in one launch (no cluster: K.probe = 2) */
 __global__ void __launch_bounds__(MR_CTM_THREADS, 1)
@@ -56,15 +53,6 @@ __global__ void __launch_bounds__(MR_CTM_THREADS, 1)
   if (threadIdx.x == 0 && blockIdx.x == 0) g_pass = 0;
 }
 
-static int cmp_d(const void* a, const void* b) {
-  const double x = *(const double*)a, y = *(const double*)b;
-  return x < y ? -1 : x > y;
-}
-static double median15(double* v) {
-  qsort(v, 15, sizeof(double), cmp_d);
-  return v[7];
-}
-
 int main(void) {
   const int E = 256, k = 8, U = 32;
   const int64_t Ts[] = {4, 64, 1024};
@@ -73,86 +61,20 @@ int main(void) {
   srand(7);
   printf("ctm's sort, DeepSeek-R1 sizes, no moe_buf; cycles between markers (1.98 GHz), thread 0 of CTA 0\n");
   for (int ti = 0; ti < 3; ++ti) {
-    const int64_t T = Ts[ti], n = T * k;
-    int32_t* h = (int32_t*)malloc(n * 4);
-    for (int64_t t = 0; t < T; ++t)
-      for (int j = 0; j < k; ++j) {
-        int e, dup;
-        do {
-          e = rand() % E;
-          dup = 0;
-          for (int q = 0; q < j; ++q) dup |= h[t * k + q] == e;
-        } while (dup);
-        h[t * k + j] = e;
-      }
-    const size_t cap = (size_t)n + (size_t)E * (U - 1);
-    int32_t *ids, *sids, *seids, *nv, *stids, *eids, *ntpp;
-    float *w, *sw;
-    CK(cudaMalloc(&ids, n * 4));
-    CK(cudaMalloc(&w, n * 4));
-    CK(cudaMalloc(&sids, cap * 4));
-    CK(cudaMalloc(&sw, cap * 4));
-    CK(cudaMalloc(&stids, cap * 4));
-    CK(cudaMalloc(&seids, cap / U * 4 + 4));
-    CK(cudaMalloc(&eids, cap / U * 4 + 4));
-    CK(cudaMalloc(&nv, 8));
-    CK(cudaMalloc(&ntpp, 4));
-    CK(cudaMemcpy(ids, h, n * 4, cudaMemcpyHostToDevice));
-    CK(cudaMemset(w, 0, n * 4));
-    mr_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.num_tokens = T;
-    cfg.num_experts = E;
-    cfg.top_k = k;
-    cfg.unit_size = U;
-    mr_sort_out o;
-    memset(&o, 0, sizeof o);
-    o.sorted_ids = sids;
-    o.sorted_weights = sw;
-    o.sorted_expert_ids = seids;
-    o.num_valid_ids = nv;
-    o.sorted_token_ids = stids;
-    o.expert_ids = eids;
-    o.num_tokens_post_pad = ntpp;
-    o.num_tokens = T;
-    o.num_experts = E;
-    o.top_k = k;
-    o.unit_size = U;
-    o.u_magic = mr_magic(U);
-    o.k_magic = mr_magic(k);
+    const int64_t T = Ts[ti];
+    lab_sort_case sc;
+    lab_sort_case_make(&sc, T, E, k, U);
+    mr_config cfg = sc.cfg;
+    mr_sort_out o = sc.o;
+    int32_t* ids = sc.ids;
+    float* w = sc.w;
     for (int R = 8; R <= 16; R += 8)
       for (int probe = 0; probe <= 2; probe += 2) {
         mr_cuda_tune.ctm_ctas = R;
         mr_cuda_tune.ctm_probe = probe;
-        double cyc[10][15], ev[15];
-        cudaEvent_t e0, e1;
-        CK(cudaEventCreate(&e0));
-        CK(cudaEventCreate(&e1));
-        for (int rep = 0; rep < 15; ++rep) {
-          CK(cudaEventRecord(e0, s));
-          CK(lab_launch_ctm_sort(&cfg, &o, ids, w, s));
-          CK(cudaEventRecord(e1, s));
-          CK(cudaStreamSynchronize(s));
-          unsigned long long st[10];
-          CK(cudaMemcpyFromSymbol(st, g_stamp, sizeof st));
-          for (int q = 0; q < 10; ++q) cyc[q][rep] = q ? (double)(st[q] - st[q - 1]) : (double)(st[9] - st[0]);
-          float ms;
-          CK(cudaEventElapsedTime(&ms, e0, e1));
-          ev[rep] = ms * 1000.0;
-        }
-        printf("T=%5lld R=%2d probe %d: one call event %.2f us; cycles: span %.0f", (long long)T, R, probe,
-               median15(ev), median15(cyc[0]));
-        for (int q = 1; q < 10; ++q) printf(" | %d: %.0f", q, median15(cyc[q]));
-        cudaGraph_t g;
-        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-        for (int i = 0; i < 50; ++i) CK(lab_launch_ctm_sort(&cfg, &o, ids, w, s));
-        CK(cudaStreamEndCapture(s, &g));
-        const double km = lab_graph_us(g, 50, 9, 1, s);
-        unsigned long long st[10];
-        CK(cudaMemcpyFromSymbol(st, g_stamp, sizeof st));
-        printf("\n    kernel metric %.2f us; last graph call: span %llu", km, st[9] - st[0]);
-        for (int q = 1; q < 10; ++q) printf(" | %d: %llu", q, st[q] - st[q - 1]);
-        printf("\n");
+        char label[64];
+        snprintf(label, sizeof label, "T=%5lld R=%2d probe %d", (long long)T, R, probe);
+        lab_stamp_report(lab_launch_ctm_sort, &sc, 10, label, s);
       }
     { /* probe 2 twice in one launch, R = 8 */
       mr_cuda_tune.ctm_probe = 2;
@@ -175,16 +97,14 @@ int main(void) {
         c0[0][rep] = (double)(st[8] - st[2]);
         c1[0][rep] = (double)(st[18] - st[12]);
       }
-      printf("    twice in one launch (probe 2, R = 8), pass 0 / pass 1 cycles: 2..8 %.0f / %.0f", median15(c0[0]),
-             median15(c1[0]));
-      for (int q = 3; q < 9; ++q) printf(" | %d: %.0f / %.0f", q, median15(c0[q]), median15(c1[q]));
+      printf("    twice in one launch (probe 2, R = 8), pass 0 / pass 1 cycles: 2..8 %.0f / %.0f", lab_median15(c0[0]),
+             lab_median15(c1[0]));
+      for (int q = 3; q < 9; ++q) printf(" | %d: %.0f / %.0f", q, lab_median15(c0[q]), lab_median15(c1[q]));
       printf("\n");
       mr_cuda_tune.ctm_probe = 0;
       mr_cuda_tune.ctm_ctas = 0;
     }
-    cudaFree(ids); cudaFree(w); cudaFree(sids); cudaFree(sw); cudaFree(stids);
-    cudaFree(seids); cudaFree(eids); cudaFree(nv); cudaFree(ntpp);
-    free(h);
+    lab_sort_case_free(&sc);
   }
   return 0;
 }

@@ -44,6 +44,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,21 @@ static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
   return w;
 }
 
+/* 1 when the two output dumps are the same words; else prints "MISMATCH <case>: words na/nb,
+ * first difference at j" (the case described printf-style) and returns 0 */
+static int same_words(const int32_t* a, size_t na, const int32_t* b, size_t nb, const char* fmt, ...) {
+  if (na == nb && !memcmp(a, b, 4 * na)) return 1;
+  size_t j = 0;
+  while (j < na && j < nb && a[j] == b[j]) ++j;
+  va_list ap;
+  va_start(ap, fmt);
+  printf("MISMATCH ");
+  vprintf(fmt, ap);
+  va_end(ap);
+  printf(": words %zu/%zu, first difference at %zu\n", na, nb, j);
+  return 0;
+}
+
 /* The top-k of the case's last route, corrupted for the sorts' fallbacks: token 0 names
  * one expert twice (k >= 2) and the last entry's id is out of range (dropped). */
 static void corrupt_topk(Case* c, int64_t n, int32_t E) {
@@ -301,13 +317,7 @@ static int route_ab(const Shape* sh, int ns, int max_n, void (*set)(int), const 
         const size_t nb = route_to_host(&c, b, s);
         set(0);
         checks++;
-        if (na != nb || memcmp(a, b, 4 * na)) {
-          bad++;
-          size_t j = 0;
-          while (j < na && a[j] == b[j]) ++j;
-          printf("MISMATCH %s T=%d kind=%d: words %zu/%zu, first difference at %zu\n", sh[si].name, TS[ti], kind, na,
-                 nb, j);
-        }
+        if (!same_words(a, na, b, nb, "%s T=%d kind=%d", sh[si].name, TS[ti], kind)) bad++;
         free(a);
         free(b);
         free_case(&c);
@@ -407,13 +417,7 @@ static int sort_ab(void) {
           g_sort_op = 0;
           mr_cuda_tune.no_tiny = 0;
           checks++;
-          if (na != nb || memcmp(a, b, 4 * na)) {
-            bad++;
-            size_t j = 0;
-            while (j < na && a[j] == b[j]) ++j;
-            printf("MISMATCH %s T=%d kind=%d what=%d: words %zu/%zu, first difference at %zu\n", all[si]->name, TS[ti],
-                   kind, what, na, nb, j);
-          }
+          if (!same_words(a, na, b, nb, "%s T=%d kind=%d what=%d", all[si]->name, TS[ti], kind, what)) bad++;
           free(a);
           free(b);
           free_case(&c);
@@ -506,13 +510,8 @@ static int spread(void) {
               set_sp(1, RS[ri], 1);
             const size_t nb = route_to_host(&c, b, s);
             checks++;
-            if (nr != nb || memcmp(ref, b, 4 * nr)) {
+            if (!same_words(ref, nr, b, nb, "%s T=%d kind=%d what=%d R=%d", all[si]->name, TS[ti], kind, what, RS[ri]))
               bad++;
-              size_t j = 0;
-              while (j < nr && ref[j] == b[j]) ++j;
-              printf("MISMATCH %s T=%d kind=%d what=%d R=%d: words %zu/%zu, first difference at %zu\n", all[si]->name,
-                     TS[ti], kind, what, RS[ri], nr, nb, j);
-            }
           }
           set_sp(0, 0, 0);
           g_sort_op = 0;
@@ -617,13 +616,9 @@ static int tm_ab(void) {
               set_tm(1, what == 0 ? 0 : RS[ri]);
               const size_t nb = route_to_host(&c, b, s);
               checks++;
-              if (nr != nb || memcmp(ref, b, 4 * nr)) {
+              if (!same_words(ref, nr, b, nb, "%s T=%d U=%d kind=%d what=%d R=%d", all[si]->name, TS[ti], US[ui], kind,
+                              what, RS[ri]))
                 bad++;
-                size_t j = 0;
-                while (j < nr && ref[j] == b[j]) ++j;
-                printf("MISMATCH %s T=%d U=%d kind=%d what=%d R=%d: words %zu/%zu, first difference at %zu\n",
-                       all[si]->name, TS[ti], US[ui], kind, what, RS[ri], nr, nb, j);
-              }
             }
             set_tm(0, 0);
             mr_cuda_tune.tiny_sort = 0;
@@ -738,13 +733,9 @@ static int ctm_ab(void) {
               set_ctm(mode, R);
               const size_t nb = route_to_host(&c, b, s);
               checks++;
-              if (nr != nb || memcmp(ref, b, 4 * nr)) {
+              if (!same_words(ref, nr, b, nb, "%s T=%d U=%d kind=%d what=%d ctm=%d R=%d", all[si]->name, TS[ti], US[ui],
+                              kind, what, mode, R))
                 bad++;
-                size_t j = 0;
-                while (j < nr && ref[j] == b[j]) ++j;
-                printf("MISMATCH %s T=%d U=%d kind=%d what=%d ctm=%d R=%d: words %zu/%zu, first difference at %zu\n",
-                       all[si]->name, TS[ti], US[ui], kind, what, mode, R, nr, nb, j);
-              }
             }
             set_ctm(0, 0);
             g_sort_op = 0;
