@@ -1,7 +1,9 @@
 /*
- * ctm.cu - the cluster token-mask path (v12, session 13): route (gating fused) and
- * sort in ONE cluster launch for middle T, with the work split by tokens instead
- * of repeated by every CTA.
+ * ctm.cu - the cluster token-mask path (v12, session 13): the sort, and route with
+ * the gating fused, in ONE cluster launch for middle T, with the work split by
+ * tokens instead of repeated by every CTA. By default only the sort runs (the sort
+ * entry point and route's second launch without a moe_buf, mr_ctm_wanted); the
+ * fused route measured slower everywhere (lab call 32) and is a lab knob (ctm = 1).
  *
  * tmsort.cu's CTAs each walk all T*k entries (lab call 26: its cost grows with
  * T*k however many CTAs write), and the route above tiny.cu's bounds is two
