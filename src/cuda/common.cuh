@@ -377,6 +377,10 @@ void mr_cuda_note_where(const char* file, int line);
     }                                             \
   } while (0)
 
+/* Per-device caches hold this many devices (a higher index is not cached). */
+#define MR_MAX_DEVICES 64
+/* The current device, or -1 (no usable device; the error is cleared). */
+int mr_cuda_current_device(void);
 /* Multiprocessor count of the current device (cached per device). */
 int mr_cuda_sm_count(void);
 /* 1 when the current device launches cooperative kernels (cached per device). */

@@ -342,15 +342,11 @@ static int mr_ctm_wanted(const mr_config* cfg) {
 /* Devices that refused a ctm launch (a cluster of its size, or the non-portable size's
  * attribute: MPS, green contexts, a partitioned device): 1, and ctm takes no more calls
  * there; the call that saw the refusal runs the path ctm replaced (entry.cu). */
-#define MR_CTM_DEVICES 64
-static int mr_ctm_refused_dev[MR_CTM_DEVICES];
+static int mr_ctm_refused_dev[MR_MAX_DEVICES];
+/* the current device's slot in the per-device tables, or -1 */
 static int mr_ctm_device(void) {
-  int d = -1;
-  if (cudaGetDevice(&d) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return -1;
-  }
-  return d >= 0 && d < MR_CTM_DEVICES ? d : -1;
+  const int d = mr_cuda_current_device();
+  return d < MR_MAX_DEVICES ? d : -1;
 }
 extern "C" int mr_cuda_ctm_refused(void) {
   const int d = mr_ctm_device();
@@ -426,7 +422,7 @@ static cudaError_t mr_ctm_run(const mr_config* cfg, const mr_gate_args* a, Launc
 
 extern "C" cudaError_t mr_cuda_launch_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                                const float* topk_weights, cudaStream_t stream) {
-  static int attr_set[MR_CTM_DEVICES];
+  static int attr_set[MR_MAX_DEVICES];
   return mr_ctm_run(cfg, NULL, [&](const mr_ctm_k* K, size_t smem) {
     return mr_ctm_launch(mr_ctm_sort_kernel, attr_set, o, K, smem, stream, *o, *K, topk_ids, topk_weights);
   });
@@ -436,7 +432,7 @@ template <int DT, int EPL, int KIND>
 static cudaError_t mr_ctm_route_t(const mr_config* cfg, const mr_gate_args* a, const mr_gate_p* g,
                                   const mr_sort_out* o, int32_t* topk_ids, float* topk_weights,
                                   cudaStream_t stream) {
-  static int attr_set[MR_CTM_DEVICES];
+  static int attr_set[MR_MAX_DEVICES];
   return mr_ctm_run(cfg, a, [&](const mr_ctm_k* K, size_t smem) {
     return mr_ctm_launch(mr_ctm_route_kernel<DT, EPL, KIND>, attr_set, o, K, smem, stream, *g, *o, *K, topk_ids,
                          topk_weights);

@@ -79,23 +79,28 @@ extern "C" void mr_cuda_note_where(const char* file, int line) {
   mr_where_line = line;
 }
 
-#define MR_MAX_DEVICES 64
+extern "C" int mr_cuda_current_device(void) {
+  int dev = -1;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  return dev;
+}
 
 /* A device attribute of the current device, cached per device (0 = not read
  * yet; benign race: every writer writes the same value); `fallback` when there
  * is no device or the query fails (not cached). */
 static int mr_device_attr(int* cache, cudaDeviceAttr attr, int fallback) {
-  int dev = 0, v = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return fallback;
-  }
-  if (dev >= 0 && dev < MR_MAX_DEVICES && cache[dev] > 0) return cache[dev];
+  const int dev = mr_cuda_current_device();
+  int v = 0;
+  if (dev < 0) return fallback;
+  if (dev < MR_MAX_DEVICES && cache[dev] > 0) return cache[dev];
   if (cudaDeviceGetAttribute(&v, attr, dev) != cudaSuccess || v < 1) {
     (void)cudaGetLastError();
     return fallback;
   }
-  if (dev >= 0 && dev < MR_MAX_DEVICES) cache[dev] = v;
+  if (dev < MR_MAX_DEVICES) cache[dev] = v;
   return v;
 }
 
