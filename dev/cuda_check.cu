@@ -232,6 +232,9 @@ static void gen_case(Case* c) {
   static const int Rc[] = {0, 0, 1, 2, 3, 4, 8, 16};
   c->tune.ctm_ctas = pick(Rc, 8);
   c->tune.ctm_push = irand(2); /* ctm's count exchange: pull / push */
+  static const int Lp[] = {0, 0, 4, 8, 16, 32};
+  c->tune.gate_lpr = pick(Lp, 6); /* the segment gate's lanes per row (4 only where k <= 4) */
+  c->tune.large_seg = irand(2) - 1; /* route's large L1 by segments (v13): never / auto */
 }
 
 static void gen_inputs(const Case* c, Host* h) {

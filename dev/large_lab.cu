@@ -44,6 +44,7 @@ static double urand(void) { return (double)(rnd() >> 11) * (1.0 / 90071992547409
 typedef struct Variant {
   const char* name;
   int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb, persist, persist_per_sm, force, gate_tpsm;
+  int large_seg; /* v13: route's L1 by segments, -1 = off (the chain for segmented rows) */
 } Variant;
 /* general_v1: 0 = automatic, 1 = the run-1 chain, 2 = large.cu (mr_cuda_tuning); persist: the
  * persistent launch P (v11): 0 = automatic, 1 = on, -1 = off; force: the large path also
@@ -55,6 +56,8 @@ static const Variant VARIANTS[] = {
     {"P no PDL", 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},        {"P always", 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
     {"P forced", 0, 0, 0, 0, 0, 0, 1, 0, 1, 0},        {"large.cu", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0},
     {"v1 (fallback)", 1, 0, 0, 0, 0, 0, -1, 0, 0, 0},
+    {"seg L1 off", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {"seg L1 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"seg L1 1/SM", 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static void set_variant(int v) {
@@ -70,6 +73,7 @@ static void set_variant(int v) {
   mr_cuda_tune.persist_ctas_per_sm = x->persist_per_sm;
   mr_cuda_tune.force_general = x->force;
   mr_cuda_tune.persist_gate_tpsm = x->gate_tpsm;
+  mr_cuda_tune.large_seg = x->large_seg;
 }
 
 /* ---- shapes ------------------------------------------------------------------------- */

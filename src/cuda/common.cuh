@@ -352,6 +352,9 @@ typedef struct mr_cuda_tuning {
   int ctm_push;          /* ctm's count exchange: 0 = pull (each CTA reads the others' counts after the
                             barrier), 1 = push (each CTA stores its counts into every CTA before it;
                             lab call 38: 0.15 us slower on average than the pull, so off) */
+  int large_seg;         /* route's first large.cu launch gates by segments (gate + rank in one launch, v13)
+                            where the gate kernel would: 0 = auto (there, without a moe_buf), -1 = never
+                            (the chain, as before) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -411,7 +414,8 @@ cudaError_t mr_cuda_launch_gate_capped(const mr_config* cfg, const mr_gate_args*
 
 /* sort.cu: the one-launch sort for small T*k, and the general multi-kernel sort. */
 int mr_cuda_small_sort_fits(const mr_config* cfg);
-/* 1 if the gate kernel gates cfg's rows with a segment of lanes per row (gate.cu, v6). */
+/* The lanes per row (4, 8 or 16) when the gate kernel gates cfg's rows by segments (gate.cu,
+ * v6), else 0. */
 int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* a);
 /* The mid sort (mid.cu): one launch, no workspace, T*k above the small sort's bound. */
 int mr_cuda_mid_sort_fits(const mr_config* cfg);

@@ -124,7 +124,7 @@ static int mr_gate_seg_lpr(const mr_config* cfg, int kind) {  /* also mr_cuda_ga
 }
 
 extern "C" int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* a) {
-  return mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype)) != 0;
+  return mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype));
 }
 
 template <int DT, int EPS, int LPR, int L>

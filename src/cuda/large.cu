@@ -66,6 +66,7 @@
 #define MR_L_SCAN_WARPS 4   /* L2: one warp per expert row, 4 per CTA */
 #define MR_L_ZB 16384       /* zeroed shared memory a bulk-copy clear CTA copies from */
 #define MR_L_SMEM_MAX (48 * 1024) /* no opt-in attribute (cudaFuncSetAttribute is avoided) */
+#define MR_L_SEG_PER_SM 3   /* CTAs per SM of the segmented L1 (v13; its register cap: 80) */
 
 /* What every large-path kernel gets (by value, __grid_constant__). */
 typedef struct mr_large_args {
@@ -74,6 +75,8 @@ typedef struct mr_large_args {
   int32_t top_k;
   uint32_t chunks;   /* G: L1 CTAs = L3 routing CTAs */
   uint32_t slices;   /* G * MR_LW */
+  uint32_t row_unit; /* slice bounds are multiples of this many tokens (1; the segmented L1: the rows
+                        a warp gates at once), so that every step of a slice's warp is whole */
   uint32_t* counts;  /* [E][G]: chunk counts (L1), exclusive prefix over chunks (L2) */
   uint32_t* tot;     /* [E] entries per expert (L2) */
   uint32_t* wbase;   /* [S][E] entries of e in the earlier slices of the same chunk (L1) */
@@ -99,6 +102,14 @@ typedef struct mr_large_args {
 /* Start of part i of n split into `parts` balanced parts. */
 __device__ __forceinline__ int64_t mr_l_split(int64_t n, uint32_t parts, uint32_t i) {
   return (int64_t)(((uint64_t)n * (uint64_t)i) / (uint64_t)parts);
+}
+/* First token of slice s: the tokens cut into L.slices balanced parts in units of
+ * L.row_unit tokens (the last part ends at T). Every launch of a call uses the same
+ * L, so L1 and L3 agree on the slices. */
+__device__ __forceinline__ int64_t mr_l_slice_t(const mr_large_args& L, uint32_t s) {
+  const int64_t u = (int64_t)L.row_unit, n = (L.num_tokens + u - 1) / u;
+  const int64_t t = mr_l_split(n, L.slices, s) * u;
+  return t < L.num_tokens ? t : L.num_tokens;
 }
 __device__ __forceinline__ size_t mr_l_split_sz(size_t n, uint32_t parts, uint32_t i) {
   return (size_t)(((unsigned long long)n * (unsigned long long)i) / (unsigned long long)parts);
@@ -301,8 +312,8 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
   float* gbuf = (float*)(mr_l1_smem + MR_LW * E + warp * scratch_words);
   unsigned char* gsel = (unsigned char*)(gbuf + E);
   const uint32_t s = blockIdx.x * MR_LW + warp;
-  const int64_t t0 = mr_l_split(L.num_tokens, L.slices, s);
-  const int64_t t1 = mr_l_split(L.num_tokens, L.slices, s + 1u);
+  const int64_t t0 = mr_l_slice_t(L, s);
+  const int64_t t1 = mr_l_slice_t(L, s + 1u);
   /* the next row's loads are issued before this row's compute when the extra
    * EPL registers fit under the cap (checked with -Xptxas -v: no spills) */
   constexpr bool PREFETCH = EPL <= 8 || (MR_L_GATE_V3 && KIND == 0 && EPL <= 16); /* KIND 0: PACKED */
@@ -343,6 +354,58 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
   mr_large_publish(&L, mr_l1_smem, blockIdx.x);
 }
 
+/* ---- L1: gate by segments + rank (route, v13) ---------------------------------------------
+ *
+ * For the rows the gate kernel gates by segments (16-bit softmax without bias or groups,
+ * E <= 256, k <= 8, large T: gate.cu mr_gate_seg_lpr), the same row math
+ * (mr_gate_packed_seg: the same picks, order and weight expressions as the gate kernel's
+ * segment form) inside L1, so that route no longer writes the top-k and reads them back
+ * in a second launch (the chain). A warp gates RPW = 32 / LPR rows of its slice at a
+ * time; lane seg * LPR + sl holds pick sl of row t0 + seg, i.e. the step's entries in
+ * slot order, which is the order mr_large_rank ranks them in (k <= LPR: lanes sl >= k
+ * hold no entry). Slice bounds are multiples of RPW rows (L.row_unit), so only a
+ * slice's last step can be partial. */
+template <int DT, int EPS, int LPR, int L>
+__global__ void __launch_bounds__(MR_LT, 3)
+    mr_large_seg_gate_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
+                             int32_t* topk_ids, float* topk_weights) {
+  mr_pdl_launch_dependents();
+  extern __shared__ __align__(16) uint32_t mr_l1s_smem[];
+  constexpr int RPW = 32 / LPR;
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint32_t sl = lane & (LPR - 1u), seg = lane / LPR;
+  const uint32_t E = (uint32_t)La.num_experts, k = (uint32_t)La.top_k;
+  uint32_t* wc = mr_l1s_smem + warp * E;
+  const uint32_t s = blockIdx.x * MR_LW + warp;
+  const int64_t t0 = mr_l_slice_t(La, s), t1 = mr_l_slice_t(La, s + 1u);
+  const uint32_t ninf = mr_raw_neg_inf<DT>(g.f16 != 0);
+  mr_large_first_clear(&La, s, lane);
+  for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
+  __syncwarp();
+  const uint32_t lt = mr_lanemask_lt(), nb = mr_key_bits(E);
+#pragma unroll 1
+  for (int64_t tb = t0; tb < t1; tb += RPW) { /* warp-uniform */
+    const int64_t t = tb + seg;
+    const bool live = t < t1;
+    uint32_t raw[EPS];
+    mr_load_lane<2, EPS>(g.logits + (live ? t : t0) * g.row_bytes, sl, g.num_experts, ninf, live, raw);
+    int32_t id;
+    float w;
+    mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, &id, &w);
+    const bool mine = live && sl < k;
+    const uint32_t e = (mine && (uint32_t)id < E) ? (uint32_t)id : MR_L_NONE;
+    const uint32_t r = mr_large_rank(wc, e, lt, E, nb);
+    if (mine) {
+      const int64_t i = t * (int64_t)k + sl;
+      if (topk_ids) topk_ids[i] = id;
+      if (topk_weights) topk_weights[i] = w;
+      La.codes[i] = e == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | e;
+    }
+  }
+  __syncthreads(); /* every warp's counters final */
+  mr_large_publish(&La, mr_l1s_smem, blockIdx.x);
+}
+
 /* ---- L1: rank (sort) ------------------------------------------------------------------ */
 
 /* Shared memory: wc [8][E]. Entries of slice s: [t0*k, t1*k), 256 per pass
@@ -354,8 +417,8 @@ __device__ __forceinline__ void mr_large_count_body(const int32_t* ids, const mr
   const int64_t k = L.top_k;
   uint32_t* wc = smem + warp * E;
   const uint32_t s = c * MR_LW + warp;
-  const int64_t i0 = mr_l_split(L.num_tokens, L.slices, s) * k;
-  const int64_t i1 = mr_l_split(L.num_tokens, L.slices, s + 1u) * k;
+  const int64_t i0 = mr_l_slice_t(L, s) * k;
+  const int64_t i1 = mr_l_slice_t(L, s + 1u) * k;
   mr_large_first_clear(&L, s, lane);
   for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
   __syncwarp();
@@ -500,8 +563,8 @@ __device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const 
 
   /* 2. this warp's slice: entries [t0*k, t1*k), 128 per pass (4 code loads in flight) */
   const uint32_t s = c * MR_LW + warp;
-  const int64_t i0 = mr_l_split(L.num_tokens, L.slices, s) * (int64_t)k;
-  const int64_t i1 = mr_l_split(L.num_tokens, L.slices, s + 1u) * (int64_t)k;
+  const int64_t i0 = mr_l_slice_t(L, s) * (int64_t)k;
+  const int64_t i1 = mr_l_slice_t(L, s + 1u) * (int64_t)k;
   const uint32_t* wb = L.wbase + (size_t)s * E;
   const uint32_t* wbits = (const uint32_t*)weights;
   for (int64_t base = i0; base < i1; base += 4 * 32) {
@@ -657,10 +720,11 @@ __global__ void mr_large_zero_kernel(uint32_t* bar) {
 #define MR_L_ALIGN(x) (((x) + 255u) & ~(size_t)255u)
 
 
-/* Fewest chunks that keep every slice at most 2^21 entries (the rank field):
- * ceil(T / S) * k <= 2^21 with S = 8G. At most 128 for T*k < 2^31. */
+/* Fewest chunks that keep every slice below 2^21 entries (the rank field):
+ * (ceil(T / S) + 32) * k <= 2^21 with S = 8G. At most 128 for T*k < 2^31. */
 static int64_t mr_l_min_chunks(const mr_config* cfg) {
-  const int64_t T = cfg->num_tokens, m = (int64_t)(MR_L_RANK_MAX / (uint32_t)cfg->top_k);
+  /* less 32 tokens: a segmented L1's slices round to whole steps of up to 8 rows */
+  const int64_t T = cfg->num_tokens, m = (int64_t)(MR_L_RANK_MAX / (uint32_t)cfg->top_k) - 32;
   const int64_t slices = (T + m - 1) / m;
   const int64_t g = (slices + MR_LW - 1) / MR_LW;
   return g < 1 ? 1 : g;
@@ -710,6 +774,7 @@ static void mr_l_args_init(const mr_config* cfg, const mr_sort_out* o, void* wor
   L->top_k = cfg->top_k;
   L->chunks = chunks;
   L->slices = chunks * MR_LW;
+  L->row_unit = 1u;
   L->counts = (uint32_t*)w;
   w += MR_L_ALIGN(E * Gmax * 4u);
   L->tot = (uint32_t*)w;
@@ -859,6 +924,45 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
 #undef MR_L_CASE
 #undef MR_L_KIND
   return cudaErrorInvalidConfiguration; /* unreachable: the dispatch checked the list */
+}
+
+/* L1 of route by segments (v13, mr_large_seg_gate_kernel): the instantiations of
+ * gate.cu's segment kernel, EPS = 32 * EPL / LPR elements per lane, top L = 4 for
+ * k <= 4 else 8. */
+template <int DT, int EPS, int LPR, int L>
+static cudaError_t mr_l_launch_seg_t(const mr_gate_p* g, const mr_large_args* La, int32_t* topk_ids,
+                                     float* topk_weights, size_t smem, cudaStream_t stream) {
+  cudaLaunchConfig_t lc = mr_launch_config(La->chunks, MR_LT, smem, stream); /* no PDL: the logits' producer */
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
+  return cudaSuccess;
+}
+template <int DT>
+static cudaError_t mr_l_launch_seg_dt(const mr_gate_p* g, int epl, int lpr, const mr_large_args* La,
+                                      int32_t* topk_ids, float* topk_weights, size_t smem, cudaStream_t stream) {
+#define MR_LS_LAUNCH(EPL, LPR, L) \
+  return mr_l_launch_seg_t<DT, 32 * EPL / LPR, LPR, L>(g, La, topk_ids, topk_weights, smem, stream)
+#define MR_LS_CASE(EPL, LPR)                      \
+  if (epl == EPL && lpr == LPR) {                 \
+    if (g->top_k <= 4) MR_LS_LAUNCH(EPL, LPR, 4); \
+    MR_LS_LAUNCH(EPL, LPR, 8);                    \
+  }
+  if (lpr == 4 && epl == 4) MR_LS_LAUNCH(4, 4, 4); /* k <= 4 (gate.cu mr_gate_seg_lpr) */
+  if (lpr == 4 && epl == 8) MR_LS_LAUNCH(8, 4, 4);
+  MR_LS_CASE(4, 8)
+  MR_LS_CASE(4, 16)
+  MR_LS_CASE(8, 8)
+  MR_LS_CASE(8, 16)
+#undef MR_LS_LAUNCH
+#undef MR_LS_CASE
+  return cudaErrorInvalidConfiguration; /* unreachable: mr_l_seg_lanes */
+}
+
+/* Lanes per row when route's L1 gates by segments (v13), else 0: the rows the gate
+ * kernel segments (16-bit softmax, E <= 256, k <= 8, large T), without a moe_buf for
+ * the run-1 chain to clear; knob large_seg: -1 never, 0 / 1 there. */
+static int mr_l_seg_lanes(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
+  if (mr_cuda_tune.large_seg < 0 || mr_cuda_large_v1(o->moe_buf_bytes)) return 0;
+  return mr_cuda_gate_segmented(cfg, a);
 }
 
 /* ---- P (the persistent launch) ------------------------------------------------------------ */
@@ -1034,7 +1138,8 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
       return err;
     }
   }
-  if (mr_l_route_as_chain(cfg, a, o) || smem > MR_L_SMEM_MAX) {
+  const int lpr = mr_l_seg_lanes(cfg, a, o);
+  if (lpr == 0 && (mr_l_route_as_chain(cfg, a, o) || smem > MR_L_SMEM_MAX)) {
     /* the chain: gate into the caller's top-k outputs or the workspace, then sort */
     int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
     float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
@@ -1055,13 +1160,26 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   int per_sm = mr_cuda_tune.large_ctas_per_sm;
   if (per_sm <= 0)
     per_sm = mr_l_overlap(cfg) ? 1
-                               : mr_l_gate_blocks(MR_L_GATE_V3, mr_cuda_epl_bucket(cfg->num_experts),
-                                                  mr_l_gate_kind(cfg, a));
+             : lpr           ? MR_L_SEG_PER_SM
+                             : mr_l_gate_blocks(MR_L_GATE_V3, mr_cuda_epl_bucket(cfg->num_experts),
+                                                mr_l_gate_kind(cfg, a));
   mr_large_args L;
   mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), &L);
   /* the weights sorted_weights copies: the caller's top-k weights, or the workspace */
   float* wts = topk_weights ? topk_weights : (o->sorted_weights ? (float*)(w + sort_ws) : NULL);
-  const cudaError_t err = mr_l_launch_gate(cfg, a, &L, topk_ids, wts, smem, stream);
+  cudaError_t err;
+  if (lpr) {
+    L.row_unit = 32u / (uint32_t)lpr; /* the rows a warp gates at once */
+    mr_gate_p g;
+    mr_gate_p_init(a, cfg->dtype, &g);
+    const size_t ssm = (size_t)MR_LW * (size_t)cfg->num_experts * 4u; /* <= 8 KB */
+    const int epl = mr_cuda_epl_bucket(cfg->num_experts);
+    err = cfg->dtype == MOEROUTE_DTYPE_BF16
+              ? mr_l_launch_seg_dt<MOEROUTE_DTYPE_BF16>(&g, epl, lpr, &L, topk_ids, wts, ssm, stream)
+              : mr_l_launch_seg_dt<MOEROUTE_DTYPE_FP16>(&g, epl, lpr, &L, topk_ids, wts, ssm, stream);
+  } else {
+    err = mr_l_launch_gate(cfg, a, &L, topk_ids, wts, smem, stream);
+  }
   if (err != cudaSuccess) return err;
   return mr_l_launch_scan_scatter(cfg, o, &L, wts, stream);
 }

@@ -1956,6 +1956,9 @@ static void group_thresholds(void) {
       {"kimi-k2", 2048, 1, 0},       /* fp32 keys, the same bound: the mid pair -> large.cu's gate+rank route (v12:
                                         gate + ctm's sort on both sides) */
       {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
+      {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
+      {"gpt-oss-120b", 6144, 1, 0},  /* (gate + ctm's sort -> L1 by segments, 8 lanes: T*k 24576 -> 24580) */
+      {"ds-softmax", 16383, 1, 0},   /* (L1 by segments on both sides of the old chain bound) */
       {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
       {"ds-softmax", 2048, 0, 0},    /* with moe_buf, T*k 16384 -> 16392: the mid pair -> P (zero, the capped
                                         segment gate, P; design.md 29) */
