@@ -232,9 +232,13 @@ static void gen_case(Case* c) {
   static const int Rc[] = {0, 0, 1, 2, 3, 4, 8, 16};
   c->tune.ctm_ctas = pick(Rc, 8);
   c->tune.ctm_push = irand(2); /* ctm's count exchange: pull / push */
+  c->tune.large_seg = irand(3) - 1; /* route's large L1 by segments (v13): never / auto / at any T*k */
+  /* the segment gate's lanes per row (4 only where k <= 4), only where route gates its rows with the
+   * same row form as the gate kernel (the large path forced, its L1 by segments): the check compares
+   * route's top-k with the gate kernel's bit for bit, and the two row forms sum the softmax
+   * denominator in different orders (design.md 21) */
   static const int Lp[] = {0, 0, 4, 8, 16, 32};
-  c->tune.gate_lpr = pick(Lp, 6); /* the segment gate's lanes per row (4 only where k <= 4) */
-  c->tune.large_seg = irand(2) - 1; /* route's large L1 by segments (v13): never / auto */
+  if (c->tune.force_general && c->tune.large_seg == 1) c->tune.gate_lpr = pick(Lp, 6);
 }
 
 static void gen_inputs(const Case* c, Host* h) {

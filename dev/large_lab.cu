@@ -56,8 +56,8 @@ static const Variant VARIANTS[] = {
     {"P no PDL", 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},        {"P always", 0, 0, 0, 0, 0, 0, 1, 0, 0, 0},
     {"P forced", 0, 0, 0, 0, 0, 0, 1, 0, 1, 0},        {"large.cu", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0},
     {"v1 (fallback)", 1, 0, 0, 0, 0, 0, -1, 0, 0, 0},
-    {"seg L1 off", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {"seg L1 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"seg L1 1/SM", 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"seg L1 off", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {"seg L1 always", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+    {"L1 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static void set_variant(int v) {

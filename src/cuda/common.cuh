@@ -303,7 +303,8 @@ typedef struct mr_cuda_tuning {
   int general_v1;        /* 0 = automatic (mr_cuda_large_v1), 1 = the run-1 general path (gate, count,
                             scan+clear, scatter), 2 = large.cu */
   int large_no_pdl;      /* 1: no programmatic dependent launch between the large path's launches */
-  int large_ctas_per_sm; /* first-launch CTAs per SM: 0 = auto (1 while a large moe_buf clear overlaps, else 2) */
+  int large_ctas_per_sm; /* first-launch CTAs per SM: 0 = auto (route: 1 while a large moe_buf clear overlaps or
+                            by segments, else the gate's register cap; sort: 1 up to T*k = 163840, else 2) */
   int clear_engine;      /* last-launch clear: 0 = auto (bulk copy), 1 = bulk copy (TMA), 2 = 16-byte stores */
   int clear_ctas_per_sm; /* last-launch clear CTAs per SM: 0 = auto (1) */
   int first_clear_kb;    /* moe_buf KB cleared by the first launch: 0 = auto, -1 = none */
@@ -353,8 +354,8 @@ typedef struct mr_cuda_tuning {
                             barrier), 1 = push (each CTA stores its counts into every CTA before it;
                             lab call 38: 0.15 us slower on average than the pull, so off) */
   int large_seg;         /* route's first large.cu launch gates by segments (gate + rank in one launch, v13)
-                            where the gate kernel would: 0 = auto (there, without a moe_buf), -1 = never
-                            (the chain, as before) */
+                            where the gate kernel would: 0 = auto (there, without a moe_buf, T*k <= 65536),
+                            1 = there at any T*k, -1 = never (the chain, as before) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

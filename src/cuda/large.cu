@@ -66,7 +66,20 @@
 #define MR_L_SCAN_WARPS 4   /* L2: one warp per expert row, 4 per CTA */
 #define MR_L_ZB 16384       /* zeroed shared memory a bulk-copy clear CTA copies from */
 #define MR_L_SMEM_MAX (48 * 1024) /* no opt-in attribute (cudaFuncSetAttribute is avoided) */
-#define MR_L_SEG_PER_SM 3   /* CTAs per SM of the segmented L1 (v13; its register cap: 80) */
+/* Route's L1 by segments (v13): up to this T*k, one CTA per SM. Lab call 39 (kernel metric,
+ * route without moe_buf, L1 by segments at 1 / 2 / 3 CTAs per SM against the chain):
+ * DeepSeek-R1 softmax T = 4096 11.03 / 12.79 / 15.90 against 13.73, 8192 14.38 / 14.38 /
+ * 16.70 against 15.98, 16384 20.78 / 21.32 / 23.83 against 21.02, 65536 65.39 / 61.23 /
+ * 57.27 against 53.82; GPT-OSS-120B T = 16384 (T*k = 65536) 12.50 / 12.57 / 14.49 against
+ * 14.23. More chunks cost L2 and L3 more than the gating gains from more warps; at large T
+ * the gate kernel's 32 warps per SM and grid stride win. */
+#define MR_L_SEG_MAX_N 65536
+#define MR_L_SEG_PER_SM 1
+/* The sort's rank launch: one CTA per SM up to this T*k, else two. Lab call 39 (sort alone,
+ * kernel metric, 1 / 2 per SM): T*k = 32768 8.97 / 10.39 (DeepSeek-R1 softmax), 9.38 / 11.08
+ * (Kimi-K2); 65536 10.30 / 11.18, 9.39 / 10.04 (GPT-OSS-120B); 131072 13.05 / 13.60, 13.62 /
+ * 14.23; 163840 15.73 / 17.09 (Qwen3-Next); 262144 19.00 / 18.43; 524288 30.98 / 27.51. */
+#define MR_L_SORT_1SM_MAX_N 163840
 
 /* What every large-path kernel gets (by value, __grid_constant__). */
 typedef struct mr_large_args {
@@ -861,8 +874,10 @@ static cudaError_t mr_l_launch_scan_scatter(const mr_config* cfg, const mr_sort_
 
 extern "C" cudaError_t mr_cuda_launch_large_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                                  const float* topk_weights, void* workspace, cudaStream_t stream) {
-  /* ranking is light: two CTAs per SM in any case (the L2/L3 CTAs fit beside them) */
-  const int per_sm = mr_cuda_tune.large_ctas_per_sm > 0 ? mr_cuda_tune.large_ctas_per_sm : 2;
+  /* ranking is light: one or two CTAs per SM (the L2/L3 CTAs fit beside them) */
+  const int per_sm = mr_cuda_tune.large_ctas_per_sm > 0                                     ? mr_cuda_tune.large_ctas_per_sm
+                     : cfg->num_tokens * (int64_t)cfg->top_k <= MR_L_SORT_1SM_MAX_N ? 1
+                                                                                    : 2;
   mr_large_args L;
   mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), &L);
   const size_t smem = (size_t)MR_LW * (size_t)cfg->num_experts * 4u; /* <= 32 KB */
@@ -959,9 +974,12 @@ static cudaError_t mr_l_launch_seg_dt(const mr_gate_p* g, int epl, int lpr, cons
 
 /* Lanes per row when route's L1 gates by segments (v13), else 0: the rows the gate
  * kernel segments (16-bit softmax, E <= 256, k <= 8, large T), without a moe_buf for
- * the run-1 chain to clear; knob large_seg: -1 never, 0 / 1 there. */
+ * the run-1 chain to clear, up to T*k = MR_L_SEG_MAX_N; knob large_seg: -1 never,
+ * 1 at any T*k. */
 static int mr_l_seg_lanes(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
-  if (mr_cuda_tune.large_seg < 0 || mr_cuda_large_v1(o->moe_buf_bytes)) return 0;
+  const int knob = mr_cuda_tune.large_seg;
+  if (knob < 0 || mr_cuda_large_v1(o->moe_buf_bytes)) return 0;
+  if (knob == 0 && cfg->num_tokens * (int64_t)cfg->top_k > MR_L_SEG_MAX_N) return 0;
   return mr_cuda_gate_segmented(cfg, a);
 }
 

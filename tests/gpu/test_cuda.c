@@ -1958,7 +1958,9 @@ static void group_thresholds(void) {
       {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6144, 1, 0},  /* (gate + ctm's sort -> L1 by segments, 8 lanes: T*k 24576 -> 24580) */
-      {"ds-softmax", 16383, 1, 0},   /* (L1 by segments on both sides of the old chain bound) */
+      {"ds-softmax", 8192, 1, 0},    /* (L1 by segments up to T*k = 65536, then the chain: 65536 -> 65544) */
+      {"gpt-oss-120b", 16384, 1, 0}, /* (65536 -> 65540) */
+      {"qwen3-next", 16384, 1, 0},   /* the large sort's rank launch: 1 CTA per SM up to T*k = 163840, then 2 */
       {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
       {"ds-softmax", 2048, 0, 0},    /* with moe_buf, T*k 16384 -> 16392: the mid pair -> P (zero, the capped
                                         segment gate, P; design.md 29) */
