@@ -57,7 +57,8 @@ static const Variant VARIANTS[] = {
     {"P forced", 0, 0, 0, 0, 0, 0, 1, 0, 1, 0},        {"large.cu", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0},
     {"v1 (fallback)", 1, 0, 0, 0, 0, 0, -1, 0, 0, 0},
     {"seg L1 off", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {"seg L1 always", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
-    {"L1 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"L1 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},   {"seg L1 always 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1},
+    {"large.cu warp rows", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0, -1}, /* the warp-per-row L1 for every shape */
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static void set_variant(int v) {

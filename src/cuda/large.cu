@@ -379,12 +379,13 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
  * hold no entry). Slice bounds are multiples of RPW rows (L.row_unit), so only a
  * slice's last step can be partial. */
 template <int DT, int EPS, int LPR, int L>
-__global__ void __launch_bounds__(MR_LT, 3)
+__global__ void __launch_bounds__(MR_LT, 2)
     mr_large_seg_gate_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
                              int32_t* topk_ids, float* topk_weights) {
   mr_pdl_launch_dependents();
   extern __shared__ __align__(16) uint32_t mr_l1s_smem[];
   constexpr int RPW = 32 / LPR;
+  constexpr bool PREFETCH = EPS <= 32; /* EPS = 64 (E > 128, k <= 4, 4 lanes) would spill under 128 */
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const uint32_t sl = lane & (LPR - 1u), seg = lane / LPR;
   const uint32_t E = (uint32_t)La.num_experts, k = (uint32_t)La.top_k;
@@ -396,12 +397,23 @@ __global__ void __launch_bounds__(MR_LT, 3)
   for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
   __syncwarp();
   const uint32_t lt = mr_lanemask_lt(), nb = mr_key_bits(E);
+  uint32_t raw[EPS];
+  if (t0 < t1) { /* the first step's rows in flight */
+    const bool live = t0 + seg < t1;
+    mr_load_lane<2, EPS>(g.logits + (live ? t0 + seg : t0) * g.row_bytes, sl, g.num_experts, ninf, live, raw);
+  }
 #pragma unroll 1
   for (int64_t tb = t0; tb < t1; tb += RPW) { /* warp-uniform */
     const int64_t t = tb + seg;
     const bool live = t < t1;
-    uint32_t raw[EPS];
-    mr_load_lane<2, EPS>(g.logits + (live ? t : t0) * g.row_bytes, sl, g.num_experts, ninf, live, raw);
+    /* the next step's rows are loaded before this step's gating (v13: a warp walks its
+     * slice in order, and at 1 - 2 CTAs per SM few warps hide a load's latency) */
+    uint32_t nxt[EPS];
+    const int64_t tn = t + RPW;
+    if (PREFETCH && tb + RPW < t1) {
+      const bool nlive = tn < t1;
+      mr_load_lane<2, EPS>(g.logits + (nlive ? tn : t0) * g.row_bytes, sl, g.num_experts, ninf, nlive, nxt);
+    }
     int32_t id;
     float w;
     mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, &id, &w);
@@ -413,6 +425,15 @@ __global__ void __launch_bounds__(MR_LT, 3)
       if (topk_ids) topk_ids[i] = id;
       if (topk_weights) topk_weights[i] = w;
       La.codes[i] = e == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | e;
+    }
+    if (tb + RPW < t1) {
+      if (PREFETCH) {
+#pragma unroll
+        for (int q = 0; q < EPS; ++q) raw[q] = nxt[q];
+      } else {
+        const bool nlive = tn < t1;
+        mr_load_lane<2, EPS>(g.logits + (nlive ? tn : t0) * g.row_bytes, sl, g.num_experts, ninf, nlive, raw);
+      }
     }
   }
   __syncthreads(); /* every warp's counters final */
@@ -466,27 +487,28 @@ __global__ void __launch_bounds__(MR_LT)
 
 /* ---- L2: scan over the chunks ------------------------------------------------------------ */
 
-/* One warp per expert row counts[e][0..G): all loads first (G <= 512: 16 per
- * lane), then 32-wide scans with a carry. */
+/* One warp per expert row counts[e][0..G): lane l owns the contiguous chunks
+ * [l*per, (l+1)*per), per = ceil(G/32) <= 16; all loads first, the lane's sum, ONE
+ * warp scan of the sums, then the lane's exclusive prefixes by serial adds (v13: was
+ * ceil(G/32) dependent 32-wide scans with a carry, ~150 cycles each). The same
+ * values: an exclusive prefix over the chunks in order. */
 __device__ __forceinline__ void mr_large_scan_row(const mr_large_args& L, uint32_t e, uint32_t lane) {
-  const uint32_t G = L.chunks;
+  const uint32_t G = L.chunks, per = (G + 31u) >> 5, c0 = lane * per;
   uint32_t* row = L.counts + (size_t)e * G;
-  uint32_t v[MR_L_GCAP / 32];
+  uint32_t v[MR_L_GCAP / 32], sum = 0u;
 #pragma unroll
-  for (int j = 0; j < MR_L_GCAP / 32; ++j) {
-    const uint32_t c = (uint32_t)j * 32u + lane;
-    v[j] = c < G ? __ldcg(row + c) : 0u;
+  for (uint32_t j = 0; j < MR_L_GCAP / 32; ++j) {
+    v[j] = (j < per && c0 + j < G) ? __ldcg(row + c0 + j) : 0u;
+    sum += v[j];
   }
-  uint32_t carry = 0u;
+  const uint32_t incl = mr_warp_incl_scan(sum, lane);
+  uint32_t run = incl - sum;
 #pragma unroll
-  for (int j = 0; j < MR_L_GCAP / 32; ++j) {
-    if ((uint32_t)j * 32u >= G) break; /* warp-uniform */
-    const uint32_t incl = mr_warp_incl_scan(v[j], lane);
-    const uint32_t c = (uint32_t)j * 32u + lane;
-    if (c < G) row[c] = carry + incl - v[j];
-    carry += __shfl_sync(MR_FULL_MASK, incl, 31);
+  for (uint32_t j = 0; j < MR_L_GCAP / 32; ++j) {
+    if (j < per && c0 + j < G) row[c0 + j] = run;
+    run += v[j];
   }
-  if (lane == 0) L.tot[e] = carry;
+  if (lane == 31) L.tot[e] = incl;
 }
 
 __global__ void __launch_bounds__(MR_L_SCAN_WARPS * 32) mr_large_scan_kernel(const __grid_constant__ mr_large_args L) {
@@ -1088,7 +1110,9 @@ extern "C" cudaError_t mr_cuda_launch_persist_sort(const mr_config* cfg, const m
  * entries) 30.15 / 29.35, T = 4096 19.65 / 20.92. Not for the fp32-key kinds: Kimi-K2
  * (E = 384, k = 8) measured large.cu faster on both sides of that size, T = 8192 (65536)
  * 41.40 / 43.15 and T = 16384 72.3 / 74.0 (run 6). */
-#define MR_L_CHAIN_MIN_N 81920
+/* v13: from 40960 (results run 24, the sort's rank launch then at 1 CTA per SM: Qwen3-Next
+ * T = 4096 route by large.cu 20.09 against the chain 19.69; T = 2048 (20480) 15.31 / 15.52) */
+#define MR_L_CHAIN_MIN_N 40960
 static int mr_l_route_as_chain(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
   if (mr_cuda_large_v1(o->moe_buf_bytes)) return 1;
   if (mr_cuda_tune.general_v1 != 0) return 0;
