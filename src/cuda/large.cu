@@ -105,6 +105,7 @@ typedef struct mr_large_args {
   uint32_t clear_bulk; /* 1: bulk copies (TMA) from zeroed shared memory; 0: 16-byte stores */
   uint32_t* bar;       /* P: the grid-barrier word, and the clear's piece counter at bar[MR_LP_NEXT]
                           (both zeroed by mr_large_zero_kernel) */
+  uint32_t scan_carry; /* L2's scan form: 1 = carry (before v13), 0 = lane blocks (knob large_scan_carry) */
   uint32_t clear_wait; /* P: 1 when the zeroing launch is P's direct predecessor: the clearing warps
                           wait for it (griddepcontrol.wait) before they take a piece */
 } mr_large_args;
@@ -377,15 +378,16 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
  * time; lane seg * LPR + sl holds pick sl of row t0 + seg, i.e. the step's entries in
  * slot order, which is the order mr_large_rank ranks them in (k <= LPR: lanes sl >= k
  * hold no entry). Slice bounds are multiples of RPW rows (L.row_unit), so only a
- * slice's last step can be partial. */
+ * slice's last step can be partial. Loading the next step's rows before gating the
+ * current ones measured no faster at 1 CTA per SM and slower at 2 (lab call 40: its 128
+ * registers left no room beside it for L2's and L3's early CTAs), so the cap is 80. */
 template <int DT, int EPS, int LPR, int L>
-__global__ void __launch_bounds__(MR_LT, 2)
+__global__ void __launch_bounds__(MR_LT, 3)
     mr_large_seg_gate_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
                              int32_t* topk_ids, float* topk_weights) {
   mr_pdl_launch_dependents();
   extern __shared__ __align__(16) uint32_t mr_l1s_smem[];
   constexpr int RPW = 32 / LPR;
-  constexpr bool PREFETCH = EPS <= 32; /* EPS = 64 (E > 128, k <= 4, 4 lanes) would spill under 128 */
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const uint32_t sl = lane & (LPR - 1u), seg = lane / LPR;
   const uint32_t E = (uint32_t)La.num_experts, k = (uint32_t)La.top_k;
@@ -397,23 +399,12 @@ __global__ void __launch_bounds__(MR_LT, 2)
   for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
   __syncwarp();
   const uint32_t lt = mr_lanemask_lt(), nb = mr_key_bits(E);
-  uint32_t raw[EPS];
-  if (t0 < t1) { /* the first step's rows in flight */
-    const bool live = t0 + seg < t1;
-    mr_load_lane<2, EPS>(g.logits + (live ? t0 + seg : t0) * g.row_bytes, sl, g.num_experts, ninf, live, raw);
-  }
 #pragma unroll 1
   for (int64_t tb = t0; tb < t1; tb += RPW) { /* warp-uniform */
     const int64_t t = tb + seg;
     const bool live = t < t1;
-    /* the next step's rows are loaded before this step's gating (v13: a warp walks its
-     * slice in order, and at 1 - 2 CTAs per SM few warps hide a load's latency) */
-    uint32_t nxt[EPS];
-    const int64_t tn = t + RPW;
-    if (PREFETCH && tb + RPW < t1) {
-      const bool nlive = tn < t1;
-      mr_load_lane<2, EPS>(g.logits + (nlive ? tn : t0) * g.row_bytes, sl, g.num_experts, ninf, nlive, nxt);
-    }
+    uint32_t raw[EPS];
+    mr_load_lane<2, EPS>(g.logits + (live ? t : t0) * g.row_bytes, sl, g.num_experts, ninf, live, raw);
     int32_t id;
     float w;
     mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, &id, &w);
@@ -425,15 +416,6 @@ __global__ void __launch_bounds__(MR_LT, 2)
       if (topk_ids) topk_ids[i] = id;
       if (topk_weights) topk_weights[i] = w;
       La.codes[i] = e == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | e;
-    }
-    if (tb + RPW < t1) {
-      if (PREFETCH) {
-#pragma unroll
-        for (int q = 0; q < EPS; ++q) raw[q] = nxt[q];
-      } else {
-        const bool nlive = tn < t1;
-        mr_load_lane<2, EPS>(g.logits + (nlive ? tn : t0) * g.row_bytes, sl, g.num_experts, ninf, nlive, raw);
-      }
     }
   }
   __syncthreads(); /* every warp's counters final */
@@ -480,22 +462,44 @@ __device__ __forceinline__ void mr_large_count_body(const int32_t* ids, const mr
 
 __global__ void __launch_bounds__(MR_LT)
     mr_large_count_kernel(const int32_t* ids, const __grid_constant__ mr_large_args L) {
-  mr_pdl_launch_dependents();
+  mr_pdl_enter(); /* launched with PDL (v13): nothing global is touched before the wait */
   extern __shared__ uint32_t mr_l1c_smem[];
   mr_large_count_body(ids, L, blockIdx.x, mr_l1c_smem);
 }
 
 /* ---- L2: scan over the chunks ------------------------------------------------------------ */
 
-/* One warp per expert row counts[e][0..G): lane l owns the contiguous chunks
- * [l*per, (l+1)*per), per = ceil(G/32) <= 16; all loads first, the lane's sum, ONE
- * warp scan of the sums, then the lane's exclusive prefixes by serial adds (v13: was
- * ceil(G/32) dependent 32-wide scans with a carry, ~150 cycles each). The same
- * values: an exclusive prefix over the chunks in order. */
+/* One warp per expert row counts[e][0..G), exclusive prefix over the chunks in order.
+ * Two forms, the same values (v13, knob large_scan_carry, lab call 41 compares them):
+ *  - carry (before v13): all loads first (coalesced, 16 per lane), then ceil(G/32)
+ *    dependent 32-wide scans with a carry (~150 cycles each);
+ *  - lane blocks: lane l owns the contiguous chunks [l*per, (l+1)*per), per =
+ *    ceil(G/32) <= 16: all loads first, the lane's sum, ONE warp scan of the sums,
+ *    then the lane's exclusive prefixes by serial adds. */
 __device__ __forceinline__ void mr_large_scan_row(const mr_large_args& L, uint32_t e, uint32_t lane) {
-  const uint32_t G = L.chunks, per = (G + 31u) >> 5, c0 = lane * per;
+  const uint32_t G = L.chunks;
   uint32_t* row = L.counts + (size_t)e * G;
-  uint32_t v[MR_L_GCAP / 32], sum = 0u;
+  uint32_t v[MR_L_GCAP / 32];
+  if (L.scan_carry) {
+#pragma unroll
+    for (int j = 0; j < MR_L_GCAP / 32; ++j) {
+      const uint32_t c = (uint32_t)j * 32u + lane;
+      v[j] = c < G ? __ldcg(row + c) : 0u;
+    }
+    uint32_t carry = 0u;
+#pragma unroll
+    for (int j = 0; j < MR_L_GCAP / 32; ++j) {
+      if ((uint32_t)j * 32u >= G) break; /* warp-uniform */
+      const uint32_t incl = mr_warp_incl_scan(v[j], lane);
+      const uint32_t c = (uint32_t)j * 32u + lane;
+      if (c < G) row[c] = carry + incl - v[j];
+      carry += __shfl_sync(MR_FULL_MASK, incl, 31);
+    }
+    if (lane == 0) L.tot[e] = carry;
+    return;
+  }
+  const uint32_t per = (G + 31u) >> 5, c0 = lane * per;
+  uint32_t sum = 0u;
 #pragma unroll
   for (uint32_t j = 0; j < MR_L_GCAP / 32; ++j) {
     v[j] = (j < per && c0 + j < G) ? __ldcg(row + c0 + j) : 0u;
@@ -810,6 +814,7 @@ static void mr_l_args_init(const mr_config* cfg, const mr_sort_out* o, void* wor
   L->chunks = chunks;
   L->slices = chunks * MR_LW;
   L->row_unit = 1u;
+  L->scan_carry = mr_cuda_tune.large_scan_carry > 0 ? 1u : 0u;
   L->counts = (uint32_t*)w;
   w += MR_L_ALIGN(E * Gmax * 4u);
   L->tot = (uint32_t*)w;
@@ -903,7 +908,12 @@ extern "C" cudaError_t mr_cuda_launch_large_sort(const mr_config* cfg, const mr_
   mr_large_args L;
   mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), &L);
   const size_t smem = (size_t)MR_LW * (size_t)cfg->num_experts * 4u; /* <= 32 KB */
-  cudaLaunchConfig_t a = mr_launch_config(L.chunks, MR_LT, smem, stream); /* no PDL: waits for the caller's work */
+  /* PDL (v13, knob large_first_pdl): the kernel waits before it touches anything, so it is
+   * safe after any predecessor; after route's gate kernel (which lets its dependents launch
+   * once its last CTAs run) the rank CTAs come up as the gating ends */
+  cudaLaunchAttribute attr;
+  cudaLaunchConfig_t a =
+      mr_l_config(L.chunks, MR_LT, smem, stream, mr_l_pdl() && mr_cuda_tune.large_first_pdl >= 0, &attr);
   MR_TRY(cudaLaunchKernelEx(&a, mr_large_count_kernel, topk_ids, L));
   return mr_l_launch_scan_scatter(cfg, o, &L, topk_weights, stream);
 }
