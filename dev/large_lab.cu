@@ -45,8 +45,7 @@ typedef struct Variant {
   const char* name;
   int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb, persist, persist_per_sm, force, gate_tpsm;
   int large_seg; /* v13: route's L1 by segments, -1 = off (the chain for segmented rows) */
-  int first_pdl; /* v13: the large sort's rank launch with PDL, -1 = off */
-  int scan_carry; /* v13: 1 = L2's carry form (before v13) */
+  int scan_carry; /* v13: L2's scan form, 1 = carry everywhere, -1 = lane blocks everywhere */
 } Variant;
 /* general_v1: 0 = automatic, 1 = the run-1 chain, 2 = large.cu (mr_cuda_tuning); persist: the
  * persistent launch P (v11): 0 = automatic, 1 = on, -1 = off; force: the large path also
@@ -61,8 +60,7 @@ static const Variant VARIANTS[] = {
     {"seg L1 off", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1}, {"seg L1 always", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
     {"L1 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},   {"seg L1 always 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1},
     {"large.cu warp rows", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0, -1}, /* the warp-per-row L1 for every shape */
-    {"rank launch no PDL", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
-    {"L2 carry scan", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+    {"L2 carry scan", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {"L2 lane blocks", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static void set_variant(int v) {
@@ -79,7 +77,6 @@ static void set_variant(int v) {
   mr_cuda_tune.force_general = x->force;
   mr_cuda_tune.persist_gate_tpsm = x->gate_tpsm;
   mr_cuda_tune.large_seg = x->large_seg;
-  mr_cuda_tune.large_first_pdl = x->first_pdl;
   mr_cuda_tune.large_scan_carry = x->scan_carry;
 }
 

@@ -356,10 +356,8 @@ typedef struct mr_cuda_tuning {
   int large_seg;         /* route's first large.cu launch gates by segments (gate + rank in one launch, v13)
                             where the gate kernel would: 0 = auto (there, without a moe_buf, T*k <= 65536),
                             1 = there at any T*k, -1 = never (the chain, as before) */
-  int large_first_pdl;   /* the large sort's rank launch with PDL (v13; it waits before touching anything):
-                            0 = auto (on where PDL is), -1 = off (as before) */
-  int large_scan_carry;  /* L2's scan of an expert row: 0 = lane blocks, one warp scan (v13), 1 = the carry form
-                            (ceil(G/32) warp scans, before v13) */
+  int large_scan_carry;  /* L2's scan of an expert row: 0 = auto (the carry form after route's warp-per-row L1,
+                            else lane blocks, v13), 1 = the carry form everywhere, -1 = lane blocks everywhere */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -105,7 +105,7 @@ typedef struct mr_large_args {
   uint32_t clear_bulk; /* 1: bulk copies (TMA) from zeroed shared memory; 0: 16-byte stores */
   uint32_t* bar;       /* P: the grid-barrier word, and the clear's piece counter at bar[MR_LP_NEXT]
                           (both zeroed by mr_large_zero_kernel) */
-  uint32_t scan_carry; /* L2's scan form: 1 = carry (before v13), 0 = lane blocks (knob large_scan_carry) */
+  uint32_t scan_carry; /* L2's scan form: 1 = carry, 0 = lane blocks (mr_large_scan_row) */
   uint32_t clear_wait; /* P: 1 when the zeroing launch is P's direct predecessor: the clearing warps
                           wait for it (griddepcontrol.wait) before they take a piece */
 } mr_large_args;
@@ -462,7 +462,7 @@ __device__ __forceinline__ void mr_large_count_body(const int32_t* ids, const mr
 
 __global__ void __launch_bounds__(MR_LT)
     mr_large_count_kernel(const int32_t* ids, const __grid_constant__ mr_large_args L) {
-  mr_pdl_enter(); /* launched with PDL (v13): nothing global is touched before the wait */
+  mr_pdl_launch_dependents();
   extern __shared__ uint32_t mr_l1c_smem[];
   mr_large_count_body(ids, L, blockIdx.x, mr_l1c_smem);
 }
@@ -470,12 +470,13 @@ __global__ void __launch_bounds__(MR_LT)
 /* ---- L2: scan over the chunks ------------------------------------------------------------ */
 
 /* One warp per expert row counts[e][0..G), exclusive prefix over the chunks in order.
- * Two forms, the same values (v13, knob large_scan_carry, lab call 41 compares them):
- *  - carry (before v13): all loads first (coalesced, 16 per lane), then ceil(G/32)
- *    dependent 32-wide scans with a carry (~150 cycles each);
- *  - lane blocks: lane l owns the contiguous chunks [l*per, (l+1)*per), per =
- *    ceil(G/32) <= 16: all loads first, the lane's sum, ONE warp scan of the sums,
- *    then the lane's exclusive prefixes by serial adds. */
+ * Two forms, the same values (v13; lab call 41 timed both; knob large_scan_carry):
+ *  - lane blocks (the default): lane l owns the contiguous chunks [l*per, (l+1)*per),
+ *    per = ceil(G/32) <= 16: all loads first, the lane's sum, ONE warp scan of the
+ *    sums, then the lane's exclusive prefixes by serial adds;
+ *  - carry (before v13; route after large.cu's warp-per-row L1, where it measured
+ *    faster): all loads first (coalesced), then ceil(G/32) dependent 32-wide scans with a
+ *    carry (~150 cycles each). */
 __device__ __forceinline__ void mr_large_scan_row(const mr_large_args& L, uint32_t e, uint32_t lane) {
   const uint32_t G = L.chunks;
   uint32_t* row = L.counts + (size_t)e * G;
@@ -814,7 +815,7 @@ static void mr_l_args_init(const mr_config* cfg, const mr_sort_out* o, void* wor
   L->chunks = chunks;
   L->slices = chunks * MR_LW;
   L->row_unit = 1u;
-  L->scan_carry = mr_cuda_tune.large_scan_carry > 0 ? 1u : 0u;
+  L->scan_carry = mr_cuda_tune.large_scan_carry > 0 ? 1u : 0u; /* route's warp-per-row L1: see there */
   L->counts = (uint32_t*)w;
   w += MR_L_ALIGN(E * Gmax * 4u);
   L->tot = (uint32_t*)w;
@@ -908,12 +909,11 @@ extern "C" cudaError_t mr_cuda_launch_large_sort(const mr_config* cfg, const mr_
   mr_large_args L;
   mr_l_args_init(cfg, o, workspace, mr_l_chunks(cfg, per_sm), &L);
   const size_t smem = (size_t)MR_LW * (size_t)cfg->num_experts * 4u; /* <= 32 KB */
-  /* PDL (v13, knob large_first_pdl): the kernel waits before it touches anything, so it is
-   * safe after any predecessor; after route's gate kernel (which lets its dependents launch
-   * once its last CTAs run) the rank CTAs come up as the gating ends */
-  cudaLaunchAttribute attr;
-  cudaLaunchConfig_t a =
-      mr_l_config(L.chunks, MR_LT, smem, stream, mr_l_pdl() && mr_cuda_tune.large_first_pdl >= 0, &attr);
+  /* no PDL: waits for the caller's work. With PDL (lab call 41) the rank CTAs came up beside
+   * the predecessor's last wave and took its slots: after route's gate kernel the chain went
+   * from 20.32 to 24.12 us (DeepSeek-R1 softmax T = 16384), 43.93 to 60.91 (Qwen3-Next), for
+   * 0.15 - 0.27 us gained by the sort alone */
+  cudaLaunchConfig_t a = mr_launch_config(L.chunks, MR_LT, smem, stream);
   MR_TRY(cudaLaunchKernelEx(&a, mr_large_count_kernel, topk_ids, L));
   return mr_l_launch_scan_scatter(cfg, o, &L, topk_weights, stream);
 }
@@ -1230,6 +1230,11 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
               ? mr_l_launch_seg_dt<MOEROUTE_DTYPE_BF16>(&g, epl, lpr, &L, topk_ids, wts, ssm, stream)
               : mr_l_launch_seg_dt<MOEROUTE_DTYPE_FP16>(&g, epl, lpr, &L, topk_ids, wts, ssm, stream);
   } else {
+    /* L2's carry form after the warp-per-row L1 (lab call 41, route without moe_buf at T =
+     * 4096, carry / lane blocks: Kimi-K2 26.49 / 27.82 us, DeepSeek-R1 grouped 19.99 / 21.50;
+     * not understood: the two forms differ in L2 alone, which the sort and the L1 by segments
+     * run 0.3 - 0.45 us faster in the lane-block form) */
+    if (mr_cuda_tune.large_scan_carry == 0) L.scan_carry = 1u;
     err = mr_l_launch_gate(cfg, a, &L, topk_ids, wts, smem, stream);
   }
   if (err != cudaSuccess) return err;
