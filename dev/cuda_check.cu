@@ -231,11 +231,10 @@ static void gen_case(Case* c) {
   c->tune.ctm = irand(4) - 1; /* ctm.cu: never / auto / wherever it fits / its sort wherever it fits */
   static const int Rc[] = {0, 0, 1, 2, 3, 4, 8, 16};
   c->tune.ctm_ctas = pick(Rc, 8);
-  c->tune.ctm_push = irand(2); /* ctm's count exchange: pull / push */
   /* ctm's fused route (lab knob ctm = 1) gates a warp per row; from T = 1024 the gate kernel
    * may gate by segments, which sum the softmax denominator in another order (design.md 21),
    * and the check below compares route's top-k with the gate kernel's bit for bit (results
-   * run 25's case 822: one ulp): there only ctm's sort */
+   * run 25's case 822: one ulp; found with --dry 821 at 40d004f's draws): there only ctm's sort */
   if (c->tune.ctm == 1 && p->num_tokens >= 1024) c->tune.ctm = 2;
   c->tune.large_seg = irand(3) - 1; /* route's large L1 by segments (v13): never / auto / at any T*k */
   c->tune.large_scan_carry = irand(3) - 1; /* L2's scan form (v13): lane blocks / auto / carry */

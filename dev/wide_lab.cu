@@ -30,8 +30,6 @@
  *    cluster attribute, PDL), timed only.
  * --ctm-pair (session 13): ctm's sort without moe_buf at T = 256 - 4096, alone and as the mid
  *    pair's second launch, timed only.
- * --push (with --ctm / --ctm-pair / --ctm-probe): ctm's counts pushed into every CTA before the
- *    barrier instead of read after it (mr_cuda_tune.ctm_push).
  * --tsort (session 10): the one-launch sort at decode, the mask-table sort against
  *    tiny.cu's one-CTA one-pass sort (mr_cuda_tune.tiny_sort), bit for bit (route
  *    as the pair, sort, sort of corrupted ids) and timed.
@@ -882,8 +880,6 @@ static int ctm_pair(void) {
 }
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) /* --push anywhere: ctm's counts pushed, not pulled (mr_cuda_tune.ctm_push) */
-    if (!strcmp(argv[i], "--push")) mr_cuda_tune.ctm_push = 1;
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
   if (argc > 1 && !strcmp(argv[1], "--tiny"))

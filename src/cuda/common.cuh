@@ -350,9 +350,6 @@ typedef struct mr_cuda_tuning {
                             (also as the mid pair's second launch) but never route's fused form, -1 = never */
   int ctm_ctas;          /* its cluster size: 0 = auto, else 1 - 16 */
   int ctm_probe;         /* lab timing probe, WRONG outputs (ctm.cu mr_ctm_k.probe): 0 = off */
-  int ctm_push;          /* ctm's count exchange: 0 = pull (each CTA reads the others' counts after the
-                            barrier), 1 = push (each CTA stores its counts into every CTA before it;
-                            lab call 38: 0.15 us slower on average than the pull, so off) */
   int large_seg;         /* route's first large.cu launch gates by segments (gate + rank in one launch, v13)
                             where the gate kernel would: 0 = auto (there, without a moe_buf, T*k <= 65536),
                             1 = there at any T*k, -1 = never (the chain, as before) */

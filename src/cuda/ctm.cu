@@ -32,15 +32,13 @@
  *
  * Shared memory (words): tm [W E] (the fallback's counts [E] there) | P [W E] |
  * cnt [E] | bef [E] | st [E] | C [E] | ids [nc] | wts [nc] | misc [20] |
- * grouped scratch [16 x sw] (route, grouped rows only) | all [R E] (the push form
- * only). W = ceil(Tc / 32), nc = Tc k <= 2048.
+ * grouped scratch [16 x sw] (route, grouped rows only). W = ceil(Tc / 32),
+ * nc = Tc k <= 2048.
  *
- * The push form (lab knob ctm_push, perf-log v12; measured in lab call 38: 0.15 us SLOWER on average than the pull, so off): lab call 37's stamps
- * put 0.8 - 1.25 us of the sort in the exchange (the barrier, then R reads from other SMs
- * issued in turn). With push each CTA stores its counts into row r of every CTA's all[][]
- * before the barrier (fire and forget; a first barrier phase, arrived at the start and
- * waited for just before the stores, makes sure every CTA runs), the reads after it are
- * local, and no CTA reads another's memory later, so the second barrier goes.
+ * A push form of the exchange (each CTA storing its counts into every CTA's shared
+ * memory before the barrier) was built, checked and measured 0.15 us slower on average
+ * than the pull (lab call 38, perf-log v12); it was removed in session 14 (commit
+ * 6b4088f has it).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -61,8 +59,6 @@ typedef struct mr_ctm_k {
   uint32_t scratch_words; /* per gating warp (grouped rows), 0 otherwise */
   uint32_t probe;         /* lab knob ctm_probe (timing only, WRONG outputs): 1 = no cluster barrier and no
                              DSMEM (each CTA's own counts only), 2 = that and no cluster attribute */
-  uint32_t push;          /* lab knob ctm_push: the counts pushed into every CTA's all[R][E] (off_all) */
-  uint32_t off_all;
 } mr_ctm_k;
 
 /* One routing CTA (blockIdx.x < R). GATE: gate the rows (g); else load the top-k. */
@@ -86,10 +82,6 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
   const uint32_t t0 = r * K.Tc < K.T ? r * K.Tc : K.T;
   const uint32_t t1 = t0 + K.Tc < K.T ? t0 + K.Tc : K.T;
   const uint32_t s0 = t0 * k, nc = (t1 - t0) * k;
-
-  /* push: the first barrier phase only makes sure every CTA of the cluster runs before
-   * any stores into its shared memory (arrive now, wait before the first remote store) */
-  if (K.push) mr_cluster_arrive_relaxed();
 
   /* 1. entries */
   if constexpr (GATE) {
@@ -164,16 +156,6 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     const uint32_t e = e0 + q;
     if (e < E) cnt[e] = dup ? tm[e] : mr_tm_count(tm, P, W, E, e);
   }
-  if (K.push) { /* this CTA's counts into row r of every CTA's all[R][E] (this CTA's too) */
-    uint32_t* all = mr_ctm_smem + K.off_all;
-    mr_cluster_wait();
-    for (uint32_t q = 0; q < ept; ++q) {
-      const uint32_t e = e0 + q;
-      if (e >= E) break;
-      const uint32_t a = mr_smem_addr(all + r * E + e), c = cnt[e];
-      for (uint32_t d = 0; d < R; ++d) mr_dsmem_store_u32(mr_mapa(a, d), c);
-    }
-  }
   MR_STAMP(3);
   if (!K.probe) mr_cluster_arrive(); /* release: cnt is visible to the cluster after the wait */
   /* the mask is an input (design.md 7: non-zero = enabled); loaded under the barrier */
@@ -195,10 +177,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     uint32_t v[MR_CTM_MAX_R];
 #pragma unroll
     for (uint32_t c = 0; c < MR_CTM_MAX_R; ++c)
-      v[c] = K.probe  ? (c == 0u ? cnt[e] : 0u)
-             : c >= R ? 0u
-             : K.push ? mr_ctm_smem[K.off_all + c * E + e]
-                      : mr_dsmem_load_u32(mr_mapa(a, c));
+      v[c] = K.probe ? (c == 0u ? cnt[e] : 0u) : c < R ? mr_dsmem_load_u32(mr_mapa(a, c)) : 0u;
     uint32_t before = 0u, total = 0u;
 #pragma unroll
     for (uint32_t c = 0; c < MR_CTM_MAX_R; ++c) {
@@ -214,8 +193,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
     sum += b;
   }
   MR_STAMP(5);
-  /* pull: this CTA's remote reads are done (waited for before exit); push: no remote access is left */
-  if (!K.probe && !K.push) mr_cluster_arrive();
+  if (!K.probe) mr_cluster_arrive(); /* this CTA's remote reads are done (waited for before exit) */
   const uint32_t D = mr_tm_starts<MR_CTM_WARPS>(st, e0, ept, E, sum, misc);
   MR_STAMP(6);
 
@@ -238,7 +216,7 @@ __device__ __forceinline__ void mr_ctm_body(const mr_gate_p* g, const mr_sort_ou
   mr_tm_write_blocks<MR_CTM_THREADS>(o, st, C, D, r, R);
   if (tid == 0 && r == 0u) mr_emit_totals(&o, D * U);
   MR_STAMP(8);
-  if (!K.probe && !K.push) mr_cluster_wait(); /* no CTA leaves while another may read its counts */
+  if (!K.probe) mr_cluster_wait(); /* no CTA leaves while another may read its counts */
   MR_STAMP(9);
 }
 
@@ -309,12 +287,8 @@ static int mr_ctm_plan(const mr_config* cfg, const mr_gate_args* a, uint32_t R, 
   K->off_scr = (K->off_misc + MR_CTM_MISC + 3u) & ~3u;
   K->scratch_words = a ? mr_gate_scratch_words(a) : 0u;
   K->probe = mr_cuda_tune.ctm_probe > 0 ? (uint32_t)mr_cuda_tune.ctm_probe : 0u;
-  K->off_all = K->off_scr + MR_CTM_WARPS * K->scratch_words;
-  uint32_t words = K->off_all;
+  const uint32_t words = K->off_scr + MR_CTM_WARPS * K->scratch_words;
   if (words > MR_CTM_SMEM_WORDS) return 0;
-  /* push (lab knob) where its R x E words fit; the pull otherwise */
-  K->push = mr_cuda_tune.ctm_push > 0 && K->probe == 0u && words + R * (uint32_t)E <= MR_CTM_SMEM_WORDS;
-  if (K->push) words += R * (uint32_t)E;
   *smem = (size_t)words * 4u;
   return 1;
 }
