@@ -21,10 +21,12 @@
  *                                                       (ctm.cu, design 30: no moe_buf)
  *          otherwise, where ctm's rule takes the sort   gate kernel, then ctm's sort
  *          and E <= 384
- *          otherwise, without a moe_buf, T < 16384      the large path (large.cu,
- *          and rows the gate kernel does not            dev/large-notes.md): gate+rank,
- *          segment                                      scan, place: 3 launches chained
- *                                                       by PDL
+ *          otherwise, without a moe_buf, rows the gate  the large path (large.cu, design 31):
+ *          kernel segments and T*k <= 65536             gate by segments + rank, scan,
+ *                                                       place: 3 launches chained by PDL
+ *          otherwise, without a moe_buf, T < 16384,     the large path with a warp per row
+ *          rows not segmented (16-bit softmax:          in its first launch
+ *          T*k < 40960)
  *          otherwise, with a moe_buf                    segmented rows: a zeroing launch, the
  *                                                       gate kernel (<= 512 threads per SM);
  *                                                       other rows: the gate kernel, a zeroing
@@ -33,8 +35,9 @@
  *                                                       place with grid barriers, and warps
  *                                                       that clear moe_buf beside them;
  *                                                       design 29)
- *          otherwise (T >= 16384, segmented rows, or    the chain: gate kernel, then the
- *          a first large.cu launch over 48 KB)          general sort
+ *          otherwise (T >= 16384, 16-bit softmax from   the chain: gate kernel, then the
+ *          T*k 40960, segmented rows above T*k 65536,   general sort
+ *          or a first large.cu launch over 48 KB)
  *   gate   any T                                     gate kernel (or nothing at T = 0);
  *                                                    16-bit softmax rows, E <= 256, k <= 8
  *                                                    by segments of 16/8/4 lanes at large T

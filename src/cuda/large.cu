@@ -5,8 +5,11 @@
  * dev/large-notes.md: design, thresholds, predictions, knobs.
  *
  *   L1  route: gate + rank (mr_large_gate_kernel<DT, EPL, KIND>, one warp per
- *       token row, the row math of gate.cuh); sort: rank (mr_large_count_kernel).
- *       Tokens are cut into S = 8G slices (balanced split); warp w of CTA c
+ *       token row, the row math of gate.cuh; or, for the rows the gate kernel
+ *       segments, mr_large_seg_gate_kernel: a segment of lanes per row, v13);
+ *       sort: rank (mr_large_count_kernel).
+ *       Tokens are cut into S = 8G slices (balanced split, in whole steps of
+ *       row_unit tokens for the segmented L1: mr_l_slice_t); warp w of CTA c
  *       takes slice c*8 + w in token order and keeps a per-warp counter per
  *       expert in shared memory: an entry's rank = entries of its expert
  *       earlier in the slice (warp-wide: mr_warp_peers, ties by lane, i.e.
@@ -44,7 +47,8 @@
  * Thresholds (host side below; dev/large-notes.md has the table):
  *   chunks G = min(SMs * per_sm, T), >= mr_l_min_chunks (rank < 2^21), <= 512;
  *   route per_sm = 1 while moe_buf >= 1 KB per token (L2's and L3's CTAs then
- *   fit beside L1 from the start), else mr_l_gate_blocks; sort per_sm = 2;
+ *   fit beside L1 from the start) or by segments (MR_L_SEG_PER_SM), else
+ *   mr_l_gate_blocks; sort per_sm = 1 up to T*k = MR_L_SORT_1SM_MAX_N, else 2;
  *   the clear: L1 min(body/4, 4 KB per warp), L3 the rest on min(SMs,
  *   rest/64 KB) CTAs; route falls back to gate kernel + general sort when L1's
  *   shared memory would pass 48 KB (grouped selection with E > 768).
@@ -761,7 +765,7 @@ __global__ void mr_large_zero_kernel(uint32_t* bar) {
 
 
 /* Fewest chunks that keep every slice below 2^21 entries (the rank field):
- * (ceil(T / S) + 32) * k <= 2^21 with S = 8G. At most 128 for T*k < 2^31. */
+ * (ceil(T / S) + 32) * k <= 2^21 with S = 8G. At most 129 for T*k < 2^31. */
 static int64_t mr_l_min_chunks(const mr_config* cfg) {
   /* less 32 tokens: a segmented L1's slices round to whole steps of up to 8 rows */
   const int64_t T = cfg->num_tokens, m = (int64_t)(MR_L_RANK_MAX / (uint32_t)cfg->top_k) - 32;
@@ -1129,7 +1133,8 @@ static int mr_l_route_as_chain(const mr_config* cfg, const mr_gate_args* a, cons
   /* v6: where the gate kernel gates a row with a segment of lanes (16-bit
    * softmax, E <= 256, k <= 8) it is 1.6-2.1x faster than L1's warp per row
    * (lab run 8e, DeepSeek-R1 sizes: gate kernel 2.92 us at T = 4096, 4.46 at
-   * 8192, against large.cu's route 17.2 / 21.6 in all) */
+   * 8192, against large.cu's route 17.2 / 21.6 in all). Since v13 those rows
+   * reach this only above the L1 by segments' bound (mr_l_seg_lanes) */
   return cfg->num_tokens >= MR_L_CHAIN_MIN_T ||
          (cfg->num_tokens * cfg->top_k >= MR_L_CHAIN_MIN_N && mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED) ||
          mr_cuda_gate_segmented(cfg, a);
