@@ -153,6 +153,22 @@ __device__ __forceinline__ uint32_t mr_large_rank(uint32_t* wc, uint32_t e, uint
   return r;
 }
 
+/* Route's L1, one gated pick per lane (all 32 lanes call, converged): rank it among its
+ * expert's entries (mr_large_rank; an id outside [0, E) or a lane without a pick ranks as
+ * no entry) and, for a lane with a pick (mine), write slot i's top-k and code. */
+__device__ __forceinline__ void mr_large_rank_emit(const mr_large_args& L, uint32_t* wc, bool mine, int32_t id,
+                                                   float w, int64_t i, uint32_t lt, uint32_t nb, int32_t* topk_ids,
+                                                   float* topk_weights) {
+  const uint32_t E = (uint32_t)L.num_experts;
+  const uint32_t e = (mine && (uint32_t)id < E) ? (uint32_t)id : MR_L_NONE;
+  const uint32_t r = mr_large_rank(wc, e, lt, E, nb);
+  if (mine) {
+    if (topk_ids) topk_ids[i] = id;
+    if (topk_weights) topk_weights[i] = w;
+    L.codes[i] = e == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | e;
+  }
+}
+
 /* L1's share of moe_buf: slice s clears units [first*s/S, first*(s+1)/S) of the
  * body (a few KB: issued at the start, the stores drain while the warp gates),
  * and slice 0 writes the unaligned lead and trail bytes. */
@@ -350,15 +366,7 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
     int32_t id;
     float w;
     mr_l_gate_row<DT, EPL, KIND>(g, t, lane, raw, braw, gbuf, gsel, &id, &w);
-    const bool mine = lane < k;
-    const uint32_t e = (mine && (uint32_t)id < E) ? (uint32_t)id : MR_L_NONE;
-    const uint32_t r = mr_large_rank(wc, e, lt, E, nb);
-    if (mine) {
-      const int64_t i = t * (int64_t)k + lane;
-      if (topk_ids) topk_ids[i] = id;
-      if (topk_weights) topk_weights[i] = w;
-      L.codes[i] = e == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | e;
-    }
+    mr_large_rank_emit(L, wc, lane < k, id, w, t * (int64_t)k + lane, lt, nb, topk_ids, topk_weights);
     if (t + 1 < t1) {
       if (PREFETCH) {
 #pragma unroll
@@ -412,15 +420,7 @@ __global__ void __launch_bounds__(MR_LT, 3)
     int32_t id;
     float w;
     mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, &id, &w);
-    const bool mine = live && sl < k;
-    const uint32_t e = (mine && (uint32_t)id < E) ? (uint32_t)id : MR_L_NONE;
-    const uint32_t r = mr_large_rank(wc, e, lt, E, nb);
-    if (mine) {
-      const int64_t i = t * (int64_t)k + sl;
-      if (topk_ids) topk_ids[i] = id;
-      if (topk_weights) topk_weights[i] = w;
-      La.codes[i] = e == MR_L_NONE ? MR_L_NONE : (r << MR_L_RANK_SHIFT) | e;
-    }
+    mr_large_rank_emit(La, wc, live && sl < k, id, w, t * (int64_t)k + sl, lt, nb, topk_ids, topk_weights);
   }
   __syncthreads(); /* every warp's counters final */
   mr_large_publish(&La, mr_l1s_smem, blockIdx.x);
