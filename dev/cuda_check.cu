@@ -238,6 +238,7 @@ static void gen_case(Case* c) {
   if (c->tune.ctm == 1 && p->num_tokens >= 1024) c->tune.ctm = 2;
   c->tune.large_seg = irand(3) - 1; /* route's large L1 by segments (v13): never / auto / at any T*k */
   c->tune.large_scan_carry = irand(3) - 1; /* L2's scan form (v13): lane blocks / auto / carry */
+  c->tune.large_seg_warps = irand(2) * 16; /* the L1 by segments: 8 or 16 warps per CTA (v13, lab) */
   /* the segment gate's lanes per row (4 only where k <= 4), only where route gates its rows with the
    * same row form as the gate kernel (the large path forced, its L1 by segments): the check compares
    * route's top-k with the gate kernel's bit for bit, and the two row forms sum the softmax

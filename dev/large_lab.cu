@@ -46,6 +46,7 @@ typedef struct Variant {
   int general_v1, no_pdl, ctas_per_sm, engine, clear_per_sm, first_kb, persist, persist_per_sm, force, gate_tpsm;
   int large_seg; /* v13: route's L1 by segments, -1 = off (the chain for segmented rows) */
   int scan_carry; /* v13: L2's scan form, 1 = carry everywhere, -1 = lane blocks everywhere */
+  int seg_warps;  /* v13: the L1 by segments' warps per CTA (16: the wide form) */
 } Variant;
 /* general_v1: 0 = automatic, 1 = the run-1 chain, 2 = large.cu (mr_cuda_tuning); persist: the
  * persistent launch P (v11): 0 = automatic, 1 = on, -1 = off; force: the large path also
@@ -61,6 +62,7 @@ static const Variant VARIANTS[] = {
     {"L1 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0},   {"seg L1 always 2/SM", 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1},
     {"large.cu warp rows", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0, -1}, /* the warp-per-row L1 for every shape */
     {"L2 carry scan", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {"L2 lane blocks", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
+    {"seg L1 wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16}, {"seg L1 always wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 16},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static void set_variant(int v) {
@@ -78,6 +80,7 @@ static void set_variant(int v) {
   mr_cuda_tune.persist_gate_tpsm = x->gate_tpsm;
   mr_cuda_tune.large_seg = x->large_seg;
   mr_cuda_tune.large_scan_carry = x->scan_carry;
+  mr_cuda_tune.large_seg_warps = x->seg_warps;
 }
 
 /* ---- shapes ------------------------------------------------------------------------- */

@@ -355,6 +355,8 @@ typedef struct mr_cuda_tuning {
                             1 = there at any T*k, -1 = never (the chain, as before) */
   int large_scan_carry;  /* L2's scan of an expert row: 0 = auto (the carry form after route's warp-per-row L1,
                             else lane blocks, v13), 1 = the carry form everywhere, -1 = lane blocks everywhere */
+  int large_seg_warps;   /* the L1 by segments' CTAs: 0 = 8 warps (8 slices per chunk), 16 = 16 warps and 16
+                            slices per chunk (lab, NOT yet run on a GPU) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

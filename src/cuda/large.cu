@@ -190,19 +190,23 @@ __device__ __forceinline__ void mr_large_first_clear(const mr_large_args* L, uin
  * slice base is written only where the slice has entries of e: L3 reads
  * wbase[s][e] only for an entry of e in slice s (so L1's writes scale with the
  * entries, not with 8*E per chunk). */
-__device__ __forceinline__ void mr_large_publish(const mr_large_args* L, const uint32_t* wc_all, uint32_t c) {
+template <int SPC, int NT> /* slices (= warps) per chunk, threads per CTA */
+__device__ __forceinline__ void mr_large_publish_t(const mr_large_args* L, const uint32_t* wc_all, uint32_t c) {
   const uint32_t E = (uint32_t)L->num_experts;
-  uint32_t* wb = L->wbase + (size_t)c * MR_LW * E;
-  for (uint32_t e = threadIdx.x; e < E; e += MR_LT) {
+  uint32_t* wb = L->wbase + (size_t)c * SPC * E;
+  for (uint32_t e = threadIdx.x; e < E; e += NT) {
     uint32_t run = 0u;
 #pragma unroll
-    for (int w = 0; w < MR_LW; ++w) {
+    for (int w = 0; w < SPC; ++w) {
       const uint32_t v = wc_all[w * E + e];
       if (v != 0u) wb[(size_t)w * E + e] = run;
       run += v;
     }
     L->counts[(size_t)e * L->chunks + c] = run;
   }
+}
+__device__ __forceinline__ void mr_large_publish(const mr_large_args* L, const uint32_t* wc_all, uint32_t c) {
+  mr_large_publish_t<MR_LW, MR_LT>(L, wc_all, c);
 }
 
 /* ---- L3's clear CTAs -------------------------------------------------------------- */
@@ -393,10 +397,9 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
  * slice's last step can be partial. Loading the next step's rows before gating the
  * current ones measured no faster at 1 CTA per SM and slower at 2 (lab call 40: its 128
  * registers left no room beside it for L2's and L3's early CTAs), so the cap is 80. */
-template <int DT, int EPS, int LPR, int L>
-__global__ void __launch_bounds__(MR_LT, 3)
-    mr_large_seg_gate_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
-                             int32_t* topk_ids, float* topk_weights) {
+template <int DT, int EPS, int LPR, int L, int NW>
+__device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const mr_large_args& La,
+                                                       int32_t* topk_ids, float* topk_weights) {
   mr_pdl_launch_dependents();
   extern __shared__ __align__(16) uint32_t mr_l1s_smem[];
   constexpr int RPW = 32 / LPR;
@@ -404,7 +407,7 @@ __global__ void __launch_bounds__(MR_LT, 3)
   const uint32_t sl = lane & (LPR - 1u), seg = lane / LPR;
   const uint32_t E = (uint32_t)La.num_experts, k = (uint32_t)La.top_k;
   uint32_t* wc = mr_l1s_smem + warp * E;
-  const uint32_t s = blockIdx.x * MR_LW + warp;
+  const uint32_t s = blockIdx.x * NW + warp; /* NW slices per chunk */
   const int64_t t0 = mr_l_slice_t(La, s), t1 = mr_l_slice_t(La, s + 1u);
   const uint32_t ninf = mr_raw_neg_inf<DT>(g.f16 != 0);
   mr_large_first_clear(&La, s, lane);
@@ -423,7 +426,22 @@ __global__ void __launch_bounds__(MR_LT, 3)
     mr_large_rank_emit(La, wc, live && sl < k, id, w, t * (int64_t)k + sl, lt, nb, topk_ids, topk_weights);
   }
   __syncthreads(); /* every warp's counters final */
-  mr_large_publish(&La, mr_l1s_smem, blockIdx.x);
+  mr_large_publish_t<NW, NW * 32>(&La, mr_l1s_smem, blockIdx.x);
+}
+/* 8 warps per CTA (the default) at up to 3 CTAs per SM (80 registers), and the lab's wide
+ * form: 16 warps per CTA, one CTA per SM, capped at the same 80 registers so that L2's and
+ * L3's early CTAs still fit beside it (lab call 40: at 128 registers they did not) */
+template <int DT, int EPS, int LPR, int L>
+__global__ void __launch_bounds__(MR_LT, 3)
+    mr_large_seg_gate_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
+                             int32_t* topk_ids, float* topk_weights) {
+  mr_large_seg_gate_body<DT, EPS, LPR, L, MR_LW>(g, La, topk_ids, topk_weights);
+}
+template <int DT, int EPS, int LPR, int L>
+__global__ void __maxnreg__(80)
+    mr_large_seg_gate_wide_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
+                                  int32_t* topk_ids, float* topk_weights) {
+  mr_large_seg_gate_body<DT, EPS, LPR, L, 2 * MR_LW>(g, La, topk_ids, topk_weights);
 }
 
 /* ---- L1: rank (sort) ------------------------------------------------------------------ */
@@ -551,6 +569,7 @@ __device__ __forceinline__ uint32_t mr_large_enabled_bits(const mr_sort_out& o, 
 
 /* Routing CTA c's placing (after the scan): the padded expert scan, chunk c's
  * entries, a share of the padding and block ids, the totals (c = 0). */
+template <int SPC> /* slices per chunk: MR_LW, or 2 MR_LW after the wide L1 by segments */
 __device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const mr_large_args& L,
                                                     const float* weights, uint32_t c, uint32_t en_bits,
                                                     uint4* smem) {
@@ -605,31 +624,34 @@ __device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const 
   }
   mr_l_sync();
 
-  /* 2. this warp's slice: entries [t0*k, t1*k), 128 per pass (4 code loads in flight) */
-  const uint32_t s = c * MR_LW + warp;
-  const int64_t i0 = mr_l_slice_t(L, s) * (int64_t)k;
-  const int64_t i1 = mr_l_slice_t(L, s + 1u) * (int64_t)k;
-  const uint32_t* wb = L.wbase + (size_t)s * E;
+  /* 2. this warp's slices (SPC / 8 of them): entries [t0*k, t1*k), 128 per pass (4 code
+   * loads in flight) */
   const uint32_t* wbits = (const uint32_t*)weights;
-  for (int64_t base = i0; base < i1; base += 4 * 32) {
-    uint32_t code[4];
+  for (uint32_t sj = 0; sj < (uint32_t)(SPC / MR_LW); ++sj) { /* a constant trip count: 1 or 2 */
+    const uint32_t s = c * SPC + sj * MR_LW + warp;
+    const int64_t i0 = mr_l_slice_t(L, s) * (int64_t)k;
+    const int64_t i1 = mr_l_slice_t(L, s + 1u) * (int64_t)k;
+    const uint32_t* wb = L.wbase + (size_t)s * E;
+    for (int64_t base = i0; base < i1; base += 4 * 32) {
+      uint32_t code[4];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int64_t i = base + j * 32 + lane;
-      code[j] = i < i1 ? __ldcg(L.codes + i) : MR_L_NONE;
-    }
+      for (int j = 0; j < 4; ++j) {
+        const int64_t i = base + j * 32 + lane;
+        code[j] = i < i1 ? __ldcg(L.codes + i) : MR_L_NONE;
+      }
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t e = code[j] & MR_L_EXPERT_BITS;
-      if (e < E && s_cnt[e] != 0u) { /* in range and enabled (MR_L_NONE: e = 0x7ff >= E) */
-        const uint32_t i = (uint32_t)(base + j * 32 + lane); /* < T*k < 2^31 */
-        const uint32_t pos = s_pos[e] + __ldcg(wb + e) + (code[j] >> MR_L_RANK_SHIFT);
-        if (o.sorted_ids) {
-          const uint32_t t = mr_udiv(i, k, o.k_magic), slot = i - t * k;
-          o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
-          if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = __ldcg(wbits + i); /* bit-exact */
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t e = code[j] & MR_L_EXPERT_BITS;
+        if (e < E && s_cnt[e] != 0u) { /* in range and enabled (MR_L_NONE: e = 0x7ff >= E) */
+          const uint32_t i = (uint32_t)(base + j * 32 + lane); /* < T*k < 2^31 */
+          const uint32_t pos = s_pos[e] + __ldcg(wb + e) + (code[j] >> MR_L_RANK_SHIFT);
+          if (o.sorted_ids) {
+            const uint32_t t = mr_udiv(i, k, o.k_magic), slot = i - t * k;
+            o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+            if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = __ldcg(wbits + i); /* bit-exact */
+          }
+          if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
         }
-        if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)i;
       }
     }
   }
@@ -642,6 +664,7 @@ __device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const 
   if (c == 0 && tid == 0) mr_emit_totals(&o, (uint32_t)total);
 }
 
+template <int SPC>
 __global__ void __launch_bounds__(MR_LT)
     mr_large_scatter_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_large_args L,
                             const float* weights) {
@@ -652,7 +675,7 @@ __global__ void __launch_bounds__(MR_LT)
   }
   const uint32_t en_bits = mr_large_enabled_bits(o, (uint32_t)L.num_experts, threadIdx.x);
   mr_pdl_wait();
-  mr_large_place_body(o, L, weights, blockIdx.x - L.clear_ctas, en_bits, mr_l3_smem);
+  mr_large_place_body<SPC>(o, L, weights, blockIdx.x - L.clear_ctas, en_bits, mr_l3_smem);
 }
 
 /* ---- P: the persistent launch (v11: perf-log, dev/large-notes.md) --------------------------
@@ -742,7 +765,7 @@ __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
   for (uint32_t e = c * MR_LW + (threadIdx.x >> 5); e < E; e += L.chunks * MR_LW)
     mr_large_scan_row(L, e, threadIdx.x & 31u);
   mr_large_grid_barrier(L.bar, &target, L.chunks);
-  mr_large_place_body(o, L, weights, c, en_bits, mr_lp_smem);
+  mr_large_place_body<MR_LW>(o, L, weights, c, en_bits, mr_lp_smem);
 }
 
 /* Zeroes P's barrier word and piece counter once the previous work in the stream
@@ -900,7 +923,10 @@ static cudaError_t mr_l_launch_scan_scatter(const mr_config* cfg, const mr_sort_
   if (L->clear_ctas && L->clear_bulk && smem < MR_L_ZB) smem = MR_L_ZB;
   const float* w = o->sorted_weights ? weights : NULL;
   cudaLaunchConfig_t c = mr_l_config(L->clear_ctas + L->chunks, MR_LT, smem, stream, pdl, &attr);
-  MR_TRY(cudaLaunchKernelEx(&c, mr_large_scatter_kernel, *o, *L, w));
+  if (L->slices == L->chunks * MR_LW)
+    MR_TRY(cudaLaunchKernelEx(&c, mr_large_scatter_kernel<MR_LW>, *o, *L, w));
+  else /* after the wide L1 by segments (2 MR_LW slices per chunk) */
+    MR_TRY(cudaLaunchKernelEx(&c, mr_large_scatter_kernel<2 * MR_LW>, *o, *L, w));
   return cudaSuccess;
 }
 
@@ -983,8 +1009,13 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
 template <int DT, int EPS, int LPR, int L>
 static cudaError_t mr_l_launch_seg_t(const mr_gate_p* g, const mr_large_args* La, int32_t* topk_ids,
                                      float* topk_weights, size_t smem, cudaStream_t stream) {
-  cudaLaunchConfig_t lc = mr_launch_config(La->chunks, MR_LT, smem, stream); /* no PDL: the logits' producer */
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
+  const bool wide = La->slices != La->chunks * MR_LW; /* 2 MR_LW warps (and slices) per CTA */
+  cudaLaunchConfig_t lc = mr_launch_config(La->chunks, wide ? 2 * MR_LT : MR_LT, smem, stream); /* no PDL: the
+                                                                                         logits' producer */
+  if (wide)
+    MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_wide_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
+  else
+    MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
   return cudaSuccess;
 }
 template <int DT>
@@ -1227,9 +1258,18 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   cudaError_t err;
   if (lpr) {
     L.row_unit = 32u / (uint32_t)lpr; /* the rows a warp gates at once */
+    /* lab knob large_seg_warps = 16: CTAs of 16 gating warps, 16 slices per chunk, at most
+     * as many chunks as the workspace's slices allow (mr_l_max_chunks x 8) */
+    uint32_t spc = MR_LW;
+    if (mr_cuda_tune.large_seg_warps == 2 * MR_LW) {
+      spc = 2 * MR_LW;
+      const uint32_t cap = (uint32_t)(mr_l_max_chunks(cfg) * MR_LW / spc);
+      if (L.chunks > cap) L.chunks = cap > 0 ? cap : 1u; /* cap >= 1: max chunks >= 2 when T >= 2 */
+      L.slices = L.chunks * spc;
+    }
     mr_gate_p g;
     mr_gate_p_init(a, cfg->dtype, &g);
-    const size_t ssm = (size_t)MR_LW * (size_t)cfg->num_experts * 4u; /* <= 8 KB */
+    const size_t ssm = (size_t)spc * (size_t)cfg->num_experts * 4u; /* <= 16 KB */
     const int epl = mr_cuda_epl_bucket(cfg->num_experts);
     err = cfg->dtype == MOEROUTE_DTYPE_BF16
               ? mr_l_launch_seg_dt<MOEROUTE_DTYPE_BF16>(&g, epl, lpr, &L, topk_ids, wts, ssm, stream)
