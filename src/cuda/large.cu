@@ -437,8 +437,13 @@ __global__ void __launch_bounds__(MR_LT, 3)
                              int32_t* topk_ids, float* topk_weights) {
   mr_large_seg_gate_body<DT, EPS, LPR, L, MR_LW>(g, La, topk_ids, topk_weights);
 }
+#if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+#define MR_L_WIDE_BOUNDS __maxnreg__(80)
+#else /* no __maxnreg__ before CUDA 12.4: the launch bound's cap (128) */
+#define MR_L_WIDE_BOUNDS __launch_bounds__(2 * MR_LT, 1)
+#endif
 template <int DT, int EPS, int LPR, int L>
-__global__ void __maxnreg__(80)
+__global__ void MR_L_WIDE_BOUNDS
     mr_large_seg_gate_wide_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
                                   int32_t* topk_ids, float* topk_weights) {
   mr_large_seg_gate_body<DT, EPS, LPR, L, 2 * MR_LW>(g, La, topk_ids, topk_weights);
