@@ -65,6 +65,7 @@ static const Variant VARIANTS[] = {
     {"seg L1 wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16}, {"seg L1 always wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 16},
 };
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
+static int g_gate_lpr = 0; /* the segment gate's lanes per row for the next checks (0: auto) */
 static void set_variant(int v) {
   memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
   const Variant* x = &VARIANTS[v];
@@ -81,6 +82,7 @@ static void set_variant(int v) {
   mr_cuda_tune.large_seg = x->large_seg;
   mr_cuda_tune.large_scan_carry = x->scan_carry;
   mr_cuda_tune.large_seg_warps = x->seg_warps;
+  mr_cuda_tune.gate_lpr = g_gate_lpr;
 }
 
 /* ---- shapes ------------------------------------------------------------------------- */
@@ -733,12 +735,17 @@ int main(int argc, char** argv) {
         }
       }
     }
-    /* the large path forced at tiny T (empty slices, one chunk), default variant */
+    /* the large path forced at tiny T (empty slices, one chunk), default variant; and the wide
+     * L1 by segments forced (variant 19) with the segment rows forced too (gate_lpr = 8), whose
+     * chunk cap matters at T = 1 */
     const int64_t tiny[] = {1, 2, 7, 33, 128};
     for (int si = 0; si < NSHAPE; ++si)
       for (int ti = 0; ti < 5; ++ti) {
         check_route(&SHAPES[si], tiny[ti], (si + ti) % 2, 0, 1);
         check_sort(&SHAPES[si], tiny[ti], (si + ti + 1) % 2, 0, 1);
+        g_gate_lpr = 8;
+        check_route(&SHAPES[si], tiny[ti], (si + ti) % 2, 19, 1);
+        g_gate_lpr = 0;
       }
     /* T = 262144 (many passes per warp), default variant */
     if (!quick) {

@@ -8,8 +8,9 @@
  *       token row, the row math of gate.cuh; or, for the rows the gate kernel
  *       segments, mr_large_seg_gate_kernel: a segment of lanes per row, v13);
  *       sort: rank (mr_large_count_kernel).
- *       Tokens are cut into S = 8G slices (balanced split, in whole steps of
- *       row_unit tokens for the segmented L1: mr_l_slice_t); warp w of CTA c
+ *       Tokens are cut into S = 8G slices (16G for the lab's wide L1 by segments;
+ *       balanced split, in whole steps of row_unit tokens for the segmented L1:
+ *       mr_l_slice_t); warp w of CTA c
  *       takes slice c*8 + w in token order and keeps a per-warp counter per
  *       expert in shared memory: an entry's rank = entries of its expert
  *       earlier in the slice (warp-wide: mr_warp_peers, ties by lane, i.e.
@@ -91,7 +92,7 @@ typedef struct mr_large_args {
   int32_t num_experts;
   int32_t top_k;
   uint32_t chunks;   /* G: L1 CTAs = L3 routing CTAs */
-  uint32_t slices;   /* G * MR_LW */
+  uint32_t slices;   /* G * MR_LW (G * 2 MR_LW after the lab's wide L1 by segments) */
   uint32_t row_unit; /* slice bounds are multiples of this many tokens (1; the segmented L1: the rows
                         a warp gates at once), so that every step of a slice's warp is whole */
   uint32_t* counts;  /* [E][G]: chunk counts (L1), exclusive prefix over chunks (L2) */
@@ -185,8 +186,8 @@ __device__ __forceinline__ void mr_large_first_clear(const mr_large_args* L, uin
   }
 }
 
-/* End of L1 (after __syncthreads): per expert, the bases of the chunk's 8
- * slices (exclusive prefix over the warps' counters) and the chunk count. A
+/* End of L1 (after __syncthreads): per expert, the bases of the chunk's SPC (8, or 16
+ * for the wide L1 by segments) slices (exclusive prefix over the warps' counters) and the chunk count. A
  * slice base is written only where the slice has entries of e: L3 reads
  * wbase[s][e] only for an entry of e in slice s (so L1's writes scale with the
  * entries, not with 8*E per chunk). */
@@ -1264,13 +1265,17 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   if (lpr) {
     L.row_unit = 32u / (uint32_t)lpr; /* the rows a warp gates at once */
     /* lab knob large_seg_warps = 16: CTAs of 16 gating warps, 16 slices per chunk, at most
-     * as many chunks as the workspace's slices allow (mr_l_max_chunks x 8) */
+     * as many chunks as the workspace's slices allow (mr_l_max_chunks x 8 slices). Only
+     * where that is at least one chunk (max chunks >= 2, i.e. T >= 2): at T = 1 one chunk
+     * of 16 slices would pass the workspace's 8 (the review of session 14) */
     uint32_t spc = MR_LW;
-    if (mr_cuda_tune.large_seg_warps == 2 * MR_LW) {
+    const int64_t gmax = mr_l_max_chunks(cfg);
+    if (mr_cuda_tune.large_seg_warps == 2 * MR_LW && gmax >= 2) {
       spc = 2 * MR_LW;
-      const uint32_t cap = (uint32_t)(mr_l_max_chunks(cfg) * MR_LW / spc);
-      if (L.chunks > cap) L.chunks = cap > 0 ? cap : 1u; /* cap >= 1: max chunks >= 2 when T >= 2 */
-      L.slices = L.chunks * spc;
+      const uint32_t cap = (uint32_t)(gmax * MR_LW / spc); /* >= 1 */
+      if (L.chunks > cap) L.chunks = cap;
+      L.slices = L.chunks * spc; /* first_units stays as sized for 8 slices per chunk: only with
+                                    a moe_buf under general_v1 = 2, a slice clears a little more */
     }
     mr_gate_p g;
     mr_gate_p_init(a, cfg->dtype, &g);
