@@ -142,28 +142,19 @@ static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float*
   return cudaSuccess;
 }
 
-/* E <= 256: 32*EPL elements (EPL 4 or 8) over LPR lanes; the top L = 4 for
- * k <= 4, else 8 (k <= L <= LPR) */
-template <int DT>
-static cudaError_t mr_launch_seg(const mr_gate_p* p, int epl, int lpr, int32_t* topk_ids, float* topk_weights,
-                                 unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
-#define MR_SEG_LAUNCH(EPL, LPR, L) \
-  return mr_launch_seg_t<DT, 32 * EPL / LPR, LPR, L>(p, topk_ids, topk_weights, clear_buf, clear_bytes, stream)
-#define MR_SEG_CASE(EPL, LPR)                          \
-  if (epl == EPL && lpr == LPR) {                      \
-    if (p->top_k <= 4) MR_SEG_LAUNCH(EPL, LPR, 4);     \
-    MR_SEG_LAUNCH(EPL, LPR, 8);                        \
+/* mr_launch_seg_t for the instantiation gate.cuh's mr_gate_seg_dispatch picks */
+struct mr_seg_launcher {
+  const mr_gate_p* p;
+  int32_t* topk_ids;
+  float* topk_weights;
+  unsigned char* clear_buf;
+  size_t clear_bytes;
+  cudaStream_t stream;
+  template <int DT, int EPS, int LPR, int L>
+  cudaError_t run() const {
+    return mr_launch_seg_t<DT, EPS, LPR, L>(p, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
   }
-  if (lpr == 4 && epl == 4) MR_SEG_LAUNCH(4, 4, 4); /* k <= 4 (mr_gate_seg_lpr) */
-  if (lpr == 4 && epl == 8) MR_SEG_LAUNCH(8, 4, 4);
-  MR_SEG_CASE(4, 8)
-  MR_SEG_CASE(4, 16)
-  MR_SEG_CASE(8, 8)
-  MR_SEG_CASE(8, 16)
-#undef MR_SEG_LAUNCH
-#undef MR_SEG_CASE
-  return cudaErrorInvalidConfiguration; /* unreachable: mr_gate_seg_lpr */
-}
+};
 
 /* FULL / GROUPED rows of sigmoid or sqrt_softplus at decode: a row per CTA of
  * four warps (gate.cuh, mr_gate_wide_row), grid-stride beyond. */
@@ -342,9 +333,10 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
   const int kind = mr_gate_kind(a, cfg->dtype);
   const int lpr = mr_gate_seg_lpr(cfg, kind);
   if (lpr != 0) {
+    const mr_seg_launcher launch = {&p, topk_ids, topk_weights, clear_buf, clear_bytes, stream};
     if (cfg->dtype == MOEROUTE_DTYPE_BF16)
-      return mr_launch_seg<MOEROUTE_DTYPE_BF16>(&p, epl, lpr, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
-    return mr_launch_seg<MOEROUTE_DTYPE_FP16>(&p, epl, lpr, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
+      return mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, launch);
+    return mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, launch);
   }
   if (mr_gate_wide_fits(cfg, a, kind)) {
     if (cfg->dtype == MOEROUTE_DTYPE_FP32)

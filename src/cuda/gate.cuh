@@ -725,6 +725,31 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
   *out_id = (int32_t)(0xffffu - (my_key & 0xffffu));
 }
 
+/* The instantiation of the segment rows for a config: EPS = 32*EPL/LPR elements per lane
+ * (EPL 4 for E <= 128, 8 for E <= 256), LPR lanes per row (4, 8, 16: gate.cu
+ * mr_gate_seg_lpr), the top L = 4 for k <= 4 else 8 (k <= L <= LPR). One list for the gate
+ * kernel (gate.cu) and route's L1 by segments (large.cu): both must gate a config with the
+ * same instantiation, so that route's top-k are the gate kernel's bits. Calls
+ * f.template run<DT, EPS, LPR, L>(). */
+template <int DT, class F>
+static cudaError_t mr_gate_seg_dispatch(int epl, int lpr, int k, const F& f) {
+#define MR_SEG_RUN(EPL, LPR, L) return f.template run<DT, 32 * EPL / LPR, LPR, L>()
+#define MR_SEG_CASE(EPL, LPR)            \
+  if (epl == EPL && lpr == LPR) {        \
+    if (k <= 4) MR_SEG_RUN(EPL, LPR, 4); \
+    MR_SEG_RUN(EPL, LPR, 8);             \
+  }
+  if (lpr == 4 && epl == 4) MR_SEG_RUN(4, 4, 4); /* k <= 4 (mr_gate_seg_lpr) */
+  if (lpr == 4 && epl == 8) MR_SEG_RUN(8, 4, 4);
+  MR_SEG_CASE(4, 8)
+  MR_SEG_CASE(4, 16)
+  MR_SEG_CASE(8, 8)
+  MR_SEG_CASE(8, 16)
+#undef MR_SEG_RUN
+#undef MR_SEG_CASE
+  return cudaErrorInvalidConfiguration; /* unreachable: mr_gate_seg_lpr */
+}
+
 /* ---- FULL and GROUPED ----------------------------------------------------------------- */
 
 /* Selection for the fp32-key kinds: a 64-bit form of the merge (key << 32 |

@@ -1009,41 +1009,27 @@ static cudaError_t mr_l_launch_gate(const mr_config* cfg, const mr_gate_args* a,
   return cudaErrorInvalidConfiguration; /* unreachable: the dispatch checked the list */
 }
 
-/* L1 of route by segments (v13, mr_large_seg_gate_kernel): the instantiations of
- * gate.cu's segment kernel, EPS = 32 * EPL / LPR elements per lane, top L = 4 for
- * k <= 4 else 8. */
-template <int DT, int EPS, int LPR, int L>
-static cudaError_t mr_l_launch_seg_t(const mr_gate_p* g, const mr_large_args* La, int32_t* topk_ids,
-                                     float* topk_weights, size_t smem, cudaStream_t stream) {
-  const bool wide = La->slices != La->chunks * MR_LW; /* 2 MR_LW warps (and slices) per CTA */
-  cudaLaunchConfig_t lc = mr_launch_config(La->chunks, wide ? 2 * MR_LT : MR_LT, smem, stream); /* no PDL: the
-                                                                                         logits' producer */
-  if (wide)
-    MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_wide_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
-  else
-    MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
-  return cudaSuccess;
-}
-template <int DT>
-static cudaError_t mr_l_launch_seg_dt(const mr_gate_p* g, int epl, int lpr, const mr_large_args* La,
-                                      int32_t* topk_ids, float* topk_weights, size_t smem, cudaStream_t stream) {
-#define MR_LS_LAUNCH(EPL, LPR, L) \
-  return mr_l_launch_seg_t<DT, 32 * EPL / LPR, LPR, L>(g, La, topk_ids, topk_weights, smem, stream)
-#define MR_LS_CASE(EPL, LPR)                      \
-  if (epl == EPL && lpr == LPR) {                 \
-    if (g->top_k <= 4) MR_LS_LAUNCH(EPL, LPR, 4); \
-    MR_LS_LAUNCH(EPL, LPR, 8);                    \
+/* L1 of route by segments (v13, mr_large_seg_gate_kernel), in the instantiation
+ * gate.cuh's mr_gate_seg_dispatch picks for the gate kernel too (the same bits) */
+struct mr_l_seg_launcher {
+  const mr_gate_p* g;
+  const mr_large_args* La;
+  int32_t* topk_ids;
+  float* topk_weights;
+  size_t smem;
+  cudaStream_t stream;
+  template <int DT, int EPS, int LPR, int L>
+  cudaError_t run() const {
+    const bool wide = La->slices != La->chunks * MR_LW; /* 2 MR_LW warps (and slices) per CTA */
+    cudaLaunchConfig_t lc = mr_launch_config(La->chunks, wide ? 2 * MR_LT : MR_LT, smem, stream); /* no PDL: the
+                                                                                           logits' producer */
+    if (wide)
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_wide_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
+    else
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
+    return cudaSuccess;
   }
-  if (lpr == 4 && epl == 4) MR_LS_LAUNCH(4, 4, 4); /* k <= 4 (gate.cu mr_gate_seg_lpr) */
-  if (lpr == 4 && epl == 8) MR_LS_LAUNCH(8, 4, 4);
-  MR_LS_CASE(4, 8)
-  MR_LS_CASE(4, 16)
-  MR_LS_CASE(8, 8)
-  MR_LS_CASE(8, 16)
-#undef MR_LS_LAUNCH
-#undef MR_LS_CASE
-  return cudaErrorInvalidConfiguration; /* unreachable: mr_l_seg_lanes */
-}
+};
 
 /* Lanes per row when route's L1 gates by segments (v13), else 0: the rows the gate
  * kernel segments (16-bit softmax, E <= 256, k <= 8, large T), without a moe_buf for
@@ -1281,9 +1267,9 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
     mr_gate_p_init(a, cfg->dtype, &g);
     const size_t ssm = (size_t)spc * (size_t)cfg->num_experts * 4u; /* <= 16 KB */
     const int epl = mr_cuda_epl_bucket(cfg->num_experts);
-    err = cfg->dtype == MOEROUTE_DTYPE_BF16
-              ? mr_l_launch_seg_dt<MOEROUTE_DTYPE_BF16>(&g, epl, lpr, &L, topk_ids, wts, ssm, stream)
-              : mr_l_launch_seg_dt<MOEROUTE_DTYPE_FP16>(&g, epl, lpr, &L, topk_ids, wts, ssm, stream);
+    const mr_l_seg_launcher launch = {&g, &L, topk_ids, wts, ssm, stream};
+    err = cfg->dtype == MOEROUTE_DTYPE_BF16 ? mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, cfg->top_k, launch)
+                                            : mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, cfg->top_k, launch);
   } else {
     /* L2's carry form after the warp-per-row L1 (lab call 41, route without moe_buf at T =
      * 4096, carry / lane blocks: Kimi-K2 26.49 / 27.82 us, DeepSeek-R1 grouped 19.99 / 21.50;
