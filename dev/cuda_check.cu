@@ -245,6 +245,8 @@ static void gen_case(Case* c) {
    * denominator in different orders (design.md 21) */
   static const int Lp[] = {0, 0, 4, 8, 16, 32};
   if (c->tune.force_general && c->tune.large_seg == 1) c->tune.gate_lpr = pick(Lp, 6);
+  static const int Nt[] = {0, 0, -1, 512}; /* tiny.cu's one-pass route by 8 / 16 gating warps (v14) */
+  c->tune.tiny_threads = pick(Nt, 4);
 }
 
 static void gen_inputs(const Case* c, Host* h) {

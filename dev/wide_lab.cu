@@ -19,6 +19,8 @@
  *    (tiny_max_n = 32) against the pair (no_tiny), T*k <= 32.
  * --tiny-1p (session 9): tiny.cu forced (T*k <= 128) with its sorts
  *    against the one-pass finish (mr_cuda_tune.tiny_onepass).
+ * --tiny16 (session 15): tiny.cu's one-pass route by 16 gating warps against 8 warps and
+ *    the pair, T = 2 .. 16 (mr_cuda_tune.tiny_threads).
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
@@ -879,6 +881,78 @@ static int ctm_pair(void) {
   return 0;
 }
 
+/* --tiny16 (session 15, perf-log v14): tiny.cu's one-pass route with 16 gating warps (512
+ * threads, a row per warp; mr_cuda_tune.tiny_threads = 512) against 8 warps (two rows per warp
+ * above T = 8; tiny_threads = -1) and the pair (no_tiny), 16-bit softmax rows, T = 2 .. 16.
+ * Checked bit for bit against the pair (U = 32 and 16, three input kinds); timed (kernel
+ * metric, route, moe_buf cleared): pair / 8 warps / 16 warps / auto. */
+static void set_t16(int v) { /* 0 auto, 1 the pair, 2 eight warps forced, 3 sixteen warps forced */
+  mr_cuda_tune.no_tiny = v == 1;
+  mr_cuda_tune.tiny_max_n = v >= 2 ? 128 : 0;
+  mr_cuda_tune.tiny_onepass = v >= 2 ? 1 : 0;
+  mr_cuda_tune.tiny_threads = v == 2 ? -1 : v == 3 ? 512 : 0;
+}
+static int tiny16(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {2, 4, 8, 9, 10, 12, 14, 16};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  long checks = 0, bad = 0;
+  for (int ui = 0; ui < 2; ++ui) {
+    g_unit = ui ? 16 : 32;
+    for (int si = 0; si < NPK; ++si)
+      for (int ti = 0; ti < nt; ++ti)
+        for (int kind = 0; kind < (g_tm_quick ? 1 : 3); ++kind) {
+          if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || (TS[ti] != 9 && TS[ti] != 16)))) continue;
+          Case c;
+          make_case(&c, &PK[si], TS[ti], kind);
+          moeroute_sizes z;
+          memset(&z, 0, sizeof z);
+          moeroute_get_sizes(&c.p, &z);
+          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+          int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+          set_t16(1);
+          const size_t na = route_to_host(&c, a, s);
+          for (int v = 2; v <= 3; ++v) {
+            set_t16(v);
+            const size_t nb = route_to_host(&c, b, s);
+            checks++;
+            if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warps=%d", PK[si].name, TS[ti], g_unit, kind,
+                            v == 2 ? 8 : 16))
+              bad++;
+          }
+          set_t16(0);
+          free(a);
+          free(b);
+          free_case(&c);
+        }
+  }
+  g_unit = 32;
+  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route by 8 and by 16 warps against the pair, bits)\n",
+         checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the pair | tiny.cu one-pass, 8 warps | 16 warps | auto\n");
+  printf("%-18s %5s %8s %8s %8s %8s\n", "shape", "T", "pair", "w8", "w16", "auto");
+  for (int si = 0; si < NPK; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      if (TS[ti] * PK[si].k > 128) continue;
+      Case c;
+      make_case(&c, &PK[si], TS[ti], 0);
+      double r[4];
+      for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
+        for (int v = 1; v <= 4; ++v) {
+          set_t16(v % 4);
+          const double x = time_op(&c, 0, 1, s);
+          if (rep == 0 || x < r[v - 1]) r[v - 1] = x;
+        }
+      set_t16(0);
+      printf("%-18s %5d %8.2f %8.2f %8.2f %8.2f\n", PK[si].name, TS[ti], r[0], r[1], r[2], r[3]);
+      fflush(stdout);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
@@ -888,6 +962,7 @@ int main(int argc, char** argv) {
     return route_ab(PK, (int)(sizeof PK / sizeof PK[0]), 128, set_1p,
                     "A = tiny.cu forced, its sorts | B = tiny.cu forced, one-pass finish");
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
+  if (argc > 1 && !strcmp(argv[1], "--tiny16")) return tiny16();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

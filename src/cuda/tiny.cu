@@ -47,6 +47,9 @@
 
 #define MR_TINY_THREADS 256
 #define MR_TINY_WARPS (MR_TINY_THREADS / 32)
+/* the route's CTA with the one-pass finish at 9 <= T <= 16: a gating warp per row (mr_tiny_cta16) */
+#define MR_TINY_THREADS16 512
+#define MR_TINY_WARPS16 (MR_TINY_THREADS16 / 32)
 #define MR_TINY_MAX_E 1024
 #define MR_TINY_SMEM_BYTES (48 * 1024 - 64) /* dynamic; 48 KB less room for the static s_nblk */
 /* T*k bound of this kernel; above 32 entries the sort takes the multi-warp form */
@@ -89,6 +92,7 @@ typedef struct mr_tiny_k {
                              (route), MR_TINY_TBL (the sort: up to 256 entries) */
   uint32_t ctas_log2;     /* log2 of the CTAs that write the one-pass layout (1, 2, 4, 8; knob tiny_ctas): each
                              builds the same tables and writes the blocks b with b % ctas == its index */
+  uint32_t threads;       /* the route kernel's CTA: MR_TINY_THREADS, or MR_TINY_THREADS16 (mr_tiny_cta16) */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -252,9 +256,11 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
  * U * (present enabled experts below e) + (tokens below t in tm[e]); lane l of warp w
  * writes the id of block w + 8*l: block b's expert is the b-th set bit of the enabled
  * presence bitmap, its padding the slots from popc(tm[e]) to U (written by the warp). */
-template <bool FROM_IDS = false> /* entries from a caller's top-k (mr_tiny_sort_kernel): ids outside [0, E) */
+template <bool FROM_IDS = false, /* entries from a caller's top-k (mr_tiny_sort_kernel): ids outside [0, E) */
+          uint32_t NT = MR_TINY_THREADS> /* the CTA's threads: 256, or 512 for the route at 9 <= T <= 16 */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                                 bool has_mask) {
+  constexpr uint32_t NW = NT / 32u;
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t U = tk.U, nwords = (tk.E + 31u) / 32u;
   const uint32_t cta = blockIdx.x, rl = tk.ctas_log2; /* this CTA's blocks: b % 2^rl == cta */
@@ -278,14 +284,14 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     const uint32_t t = (tid * tk.kmagic) >> 20;
     mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[tk.ent_off + 2u * tid + 1u]);
   }
-  /* blocks: ids, then padding. Lane l of warp w holds block b = w + 8*l (+ 256 per
+  /* blocks: ids, then padding. Lane l of warp w holds block b = w + NW*l (+ NT per
    * round of each of the ctas CTAs; D <= n <= 256): its word src, the largest with excl <= b (a
    * 5-step search over the lanes' prefixes), its expert the (b - excl)-th set bit of
    * that word (a 5-step popc search), all lanes at once (v9; one block per warp and
    * round with a serial bit loop before, lab call 20: 1.2 us slower at T = 8). */
 #pragma unroll 1
-  for (uint32_t base = 0; (base << rl) + cta < D; base += MR_TINY_THREADS) { /* uniform */
-    const uint32_t b = ((base + warp + MR_TINY_WARPS * lane) << rl) | cta;
+  for (uint32_t base = 0; (base << rl) + cta < D; base += NT) { /* uniform */
+    const uint32_t b = ((base + warp + NW * lane) << rl) | cta;
     const bool has = b < D;
     uint32_t src = 0u;
 #pragma unroll
@@ -317,7 +323,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
 #pragma unroll 1
     for (uint32_t j = 0; j < nb; ++j) {
       const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
-      const uint32_t bj = ((base + warp + MR_TINY_WARPS * j) << rl) | cta;
+      const uint32_t bj = ((base + warp + NW * j) << rl) | cta;
       for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
     }
   }
@@ -483,11 +489,14 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
 }
 
 /* WIDE: the wide form (step 1); ONEPASS: mr_tiny_onepass instead of steps 2-3 (a
- * separate instantiation, so the default kernels carry none of its code). */
-template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS>
-__global__ void __launch_bounds__(MR_TINY_THREADS, 1)
+ * separate instantiation, so the default kernels carry none of its code); NT: the
+ * CTA's threads, 512 (16 gating warps, a row each at 9 <= T <= 16) only with ONEPASS. */
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS>
+__global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
+  static_assert(NT == MR_TINY_THREADS || (ONEPASS && !WIDE), "512 threads: the one-pass finish only");
+  constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
   /* ONEPASS: 2^ctas_log2 CTAs gate every row alike and split the layout's writes */
@@ -495,7 +504,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   if constexpr (ONEPASS) { /* its tables zeroed before any gating warp sets a bit: shared memory
                               only, so before the wait, under the previous kernel's tail */
     if (blockIdx.x < ctas) {
-      for (uint32_t w = threadIdx.x; w < 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
+      for (uint32_t w = threadIdx.x; w < 32u + tk.E; w += NT) sm[tk.op_off + w] = 0u;
       __syncthreads();
     }
   }
@@ -515,8 +524,9 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   const bool has_mask = o.expert_mask != NULL;
   /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
   const uint32_t gating_warps = WIDE ? (uint32_t)gw * MR_WIDE_WARPS : (uint32_t)gw;
-  const uint32_t mask_warp = gating_warps < MR_TINY_WARPS ? MR_TINY_WARPS - 1u : 0u;
-  const bool solo = tk.T == 1u && !has_mask; /* mr_tiny_solo_pad (T = 1: n = k <= 32) */
+  const uint32_t mask_warp = gating_warps < NW ? NW - 1u : 0u;
+  /* mr_tiny_solo_pad (T = 1: n = k <= 32; never with the one-pass finish, T >= 2) */
+  const bool solo = !ONEPASS && tk.T == 1u && !has_mask;
   if (solo && warp >= gating_warps) mr_tiny_solo_pad(o, tk, gating_warps * 32u);
 
   /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
@@ -580,7 +590,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   __syncthreads();
   MR_STAMP(4);
   if constexpr (ONEPASS) {
-    mr_tiny_onepass(o, tk, sm, has_mask);
+    mr_tiny_onepass<false, NT>(o, tk, sm, has_mask);
     MR_STAMP(7);
     return;
   }
@@ -681,11 +691,30 @@ static uint32_t mr_tiny_wide_words(int epl) {
  * (its fixed ten-step block search costs more than the one-warp sort of a few
  * entries; DBRX, E = 16: 2.74 against 2.66 - 2.70 at T = 2, even at 4, 2.96 against
  * 3.11 - 3.15 at 8, so it keeps the one-pass finish). */
+static int mr_tiny_cta16(const mr_config* cfg);
+
 static int mr_tiny_onepass_wanted(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
   if (T < 2 || T > 32 || cfg->unit_size < T || mr_cuda_tune.tiny_onepass < 0) return 0;
   if (mr_cuda_tune.tiny_onepass > 0) return 1;
-  return T <= MR_TINY_WARPS && E >= 16 && (n <= 40 || (E <= 256 && n <= 64));
+  return (T <= MR_TINY_WARPS && E >= 16 && (n <= 40 || (E <= 256 && n <= 64))) || mr_tiny_cta16(cfg);
+}
+
+/* The one-pass route with 16 gating warps (512 threads, a row per warp) at
+ * 9 <= T <= 16, where 8 warps gate two rows each one after the other (the dependent
+ * chain of a row twice: lab call 23 had tiny.cu losing to the pair at T = 12 - 16,
+ * GPT-OSS-120B T = 12 3.91 / 3.36 us). Knob tiny_threads: 0 auto (9 <= T <= 16,
+ * 16 <= E <= 256, T*k <= MR_TINY_MAX_N, U >= T), 512 = wherever the one-pass route
+ * runs with 2 <= T <= 16 and E <= 512, -1 = never. Only where the one-pass finish
+ * runs (mr_tiny_plan). Prediction (perf-log v14, before lab call 43): DeepSeek-R1
+ * softmax T = 12 / 16 3.62 -> ~3.3 us, GPT-OSS-120B 3.22 -> ~2.9. */
+static int mr_tiny_cta16(const mr_config* cfg) {
+  const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
+  const int knob = mr_cuda_tune.tiny_threads;
+  if (knob < 0 || T < 2 || T > MR_TINY_WARPS16 || n > (int64_t)MR_TINY_MAX_N || E > 512 || cfg->unit_size < T)
+    return 0;
+  if (knob == MR_TINY_THREADS16) return 1;
+  return T > MR_TINY_WARPS && E >= 16 && E <= 256;
 }
 
 /* T*k bound of tiny.cu's own sorts for 16-bit softmax rows at 2 <= T <= 8, by E
@@ -736,6 +765,7 @@ static void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
   K->T = (uint32_t)cfg->num_tokens;
   K->E = (uint32_t)cfg->num_experts;
   K->nw = (K->n + 31u) / 32u;
+  K->threads = MR_TINY_THREADS;
 }
 
 /* Host: the launch plan, or 0 when the tiny path does not apply. */
@@ -756,7 +786,9 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
     K->scratch_words = mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts));
     if (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words > MR_TINY_SMEM_BYTES / 4u) return 0;
   } else { /* a warp per row: 16-bit softmax rows only (mr_cuda_tiny_takes), no gating scratch */
-    K->gate_warps = cfg->num_tokens < MR_TINY_WARPS ? (int32_t)cfg->num_tokens : MR_TINY_WARPS;
+    const int nw = mr_tiny_onepass_wanted(cfg) && mr_tiny_cta16(cfg) ? MR_TINY_WARPS16 : MR_TINY_WARPS;
+    K->threads = (uint32_t)nw * 32u;
+    K->gate_warps = cfg->num_tokens < nw ? (int32_t)cfg->num_tokens : nw;
   }
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
@@ -807,23 +839,24 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
    * or the one-pass finish where it wins. At T = 1, T*k <= 32 (k <= 32). */
   if (mr_cuda_tune.tiny_max_n > 0) return mr_tiny_plan(cfg, a, &K, &smem);
   if (cfg->num_tokens == 1) return n <= 32 && mr_tiny_plan(cfg, a, &K, &smem);
-  if (cfg->num_tokens > MR_TINY_WARPS) return 0;
+  if (cfg->num_tokens > MR_TINY_WARPS && !(mr_tiny_onepass_wanted(cfg) && mr_tiny_cta16(cfg))) return 0;
   if (!mr_tiny_onepass_wanted(cfg) && n > mr_tiny_packed_max_n(cfg->num_experts)) return 0;
   return mr_tiny_plan(cfg, a, &K, &smem);
 }
 
-template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS>
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
   if (WIDE && KIND == MR_KIND_GROUPED) g.group_reg_lanes = g.group_size / (EPL / MR_WIDE_WARPS); /* as gate.cu */
-  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_TINY_THREADS);
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)NT);
   const unsigned ctas = ONEPASS ? 1u << K->ctas_log2 : 1u;
-  cudaLaunchConfig_t lc = mr_launch_config(ctas + (unsigned)clear, MR_TINY_THREADS, smem, stream);
+  cudaLaunchConfig_t lc = mr_launch_config(ctas + (unsigned)clear, NT, smem, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS>, g, *o, *K, topk_ids, topk_weights));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT>, g, *o, *K, topk_ids,
+                            topk_weights));
   return cudaSuccess;
 }
 
@@ -833,9 +866,14 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                        int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
-  if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32)
+  if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32) {
+    if constexpr (EPL <= 16) /* E <= 512 (mr_tiny_cta16); mr_tiny_plan gives 512 threads with the one-pass finish only */
+      if (K->threads == MR_TINY_THREADS16)
+        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16>(g, o, K, smem, topk_ids, topk_weights,
+                                                                              stream);
     return K->onepass ? mr_launch_tiny_t<DT, EPL, KIND, false, true>(g, o, K, smem, topk_ids, topk_weights, stream)
                       : mr_launch_tiny_t<DT, EPL, KIND, false, false>(g, o, K, smem, topk_ids, topk_weights, stream);
+  }
   else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8)
     return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, false>(g, o, K, smem, topk_ids, topk_weights,
                                                                           stream);
