@@ -931,22 +931,27 @@ static int tiny16(void) {
   printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route by 8 and by 16 warps against the pair, bits)\n",
          checks, bad);
   if (g_check_only) return bad ? 1 : 0;
-  printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the pair | tiny.cu one-pass, 8 warps | 16 warps | auto\n");
-  printf("%-18s %5s %8s %8s %8s %8s\n", "shape", "T", "pair", "w8", "w16", "auto");
+  printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the pair | tiny.cu one-pass, 8 warps | 16 warps | auto"
+         " || probes (WRONG outputs, timing only; tiny.cu one-pass forced, 8 warps to T = 8, 16 above): gating and the"
+         " barrier, no layout | gating alone. T = 1: every column is the solo path\n");
+  printf("%-18s %5s %8s %8s %8s %8s || %8s %8s\n", "shape", "T", "pair", "w8", "w16", "auto", "no_lay", "gate");
   for (int si = 0; si < NPK; ++si)
-    for (int ti = 0; ti < nt; ++ti) {
-      if (TS[ti] * PK[si].k > 128) continue;
+    for (int ti = -1; ti < nt; ++ti) {
+      const int T = ti < 0 ? 1 : TS[ti];
+      if (T * PK[si].k > 128) continue;
       Case c;
-      make_case(&c, &PK[si], TS[ti], 0);
-      double r[4];
+      make_case(&c, &PK[si], T, 0);
+      double r[6];
       for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
-        for (int v = 1; v <= 4; ++v) {
-          set_t16(v % 4);
+        for (int v = 1; v <= 6; ++v) {
+          set_t16(v <= 4 ? v % 4 : T > 8 ? 3 : 2);
+          mr_cuda_tune.tiny_probe = v <= 4 ? 0 : v == 5 ? 2 : 1;
           const double x = time_op(&c, 0, 1, s);
           if (rep == 0 || x < r[v - 1]) r[v - 1] = x;
         }
       set_t16(0);
-      printf("%-18s %5d %8.2f %8.2f %8.2f %8.2f\n", PK[si].name, TS[ti], r[0], r[1], r[2], r[3]);
+      mr_cuda_tune.tiny_probe = 0;
+      printf("%-18s %5d %8.2f %8.2f %8.2f %8.2f || %8.2f %8.2f\n", PK[si].name, T, r[0], r[1], r[2], r[3], r[4], r[5]);
       fflush(stdout);
       free_case(&c);
     }

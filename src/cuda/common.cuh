@@ -360,6 +360,7 @@ typedef struct mr_cuda_tuning {
   int tiny_threads;      /* tiny.cu's one-pass route with 16 gating warps (512 threads, a row per warp, v14):
                             0 = auto (9 <= T <= 16, 16 <= E <= 256, T*k <= 128; mr_tiny_cta16), 512 = wherever the
                             one-pass route runs with T <= 16 and E <= 512, -1 = never (8 warps) */
+  int tiny_probe;        /* lab timing probe, WRONG outputs (tiny.cu mr_tiny_k.probe, the one-pass route): 0 = off */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

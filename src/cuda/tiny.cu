@@ -93,6 +93,8 @@ typedef struct mr_tiny_k {
   uint32_t ctas_log2;     /* log2 of the CTAs that write the one-pass layout (1, 2, 4, 8; knob tiny_ctas): each
                              builds the same tables and writes the blocks b with b % ctas == its index */
   uint32_t threads;       /* the route kernel's CTA: MR_TINY_THREADS, or MR_TINY_THREADS16 (mr_tiny_cta16) */
+  uint32_t probe;         /* lab knob tiny_probe (timing only, WRONG outputs), the one-pass route: 1 = stop after
+                             gating (no table atomics, barrier or layout), 2 = stop after the barrier */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -567,7 +569,7 @@ __global__ void __launch_bounds__(NT, 1)
           sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
           if (topk_ids) topk_ids[i] = id;
           if (topk_weights) topk_weights[i] = w;
-          if constexpr (ONEPASS) {
+          if (ONEPASS && tk.probe == 0u) {
             atomicOr(sm + tk.op_off + (uint32_t)id / 32u, 1u << ((uint32_t)id & 31u));
             atomicOr(sm + tk.op_off + 32u + (uint32_t)id, 1u << (uint32_t)t);
           }
@@ -578,6 +580,7 @@ __global__ void __launch_bounds__(NT, 1)
     }
   }
   MR_STAMP(2);
+  if (ONEPASS && tk.probe == 1u) return; /* lab probe: gating alone (uniform over the CTA) */
   if (solo) {
     if (warp == 0) mr_tiny_solo_sort(o, tk, lane, id0, w0);
     MR_STAMP(7);
@@ -590,6 +593,7 @@ __global__ void __launch_bounds__(NT, 1)
   __syncthreads();
   MR_STAMP(4);
   if constexpr (ONEPASS) {
+    if (tk.probe == 2u) return; /* lab probe: gating and the barrier */
     mr_tiny_onepass<false, NT>(o, tk, sm, has_mask);
     MR_STAMP(7);
     return;
@@ -793,6 +797,7 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
+    K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
