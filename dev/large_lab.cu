@@ -671,12 +671,13 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
 }
 
 int main(int argc, char** argv) {
-  int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0;
+  int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0, seg_only = 0;
   long long v6_only = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--no-time")) do_time = 0;
     else if (!strcmp(argv[i], "--no-check")) do_check = 0;
     else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--seg-only")) seg_only = 1;
     else if (!strcmp(argv[i], "--variant") && i + 1 < argc) only = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--v6")) v6 = 1;
     else if (!strcmp(argv[i], "--v6-only") && i + 1 < argc) v6 = 1, v6_only = atoll(argv[++i]);
@@ -754,7 +755,11 @@ int main(int argc, char** argv) {
     }
     printf("check: %d failure(s)\n", g_fail);
   }
-  if (do_time) {
+  if (do_time && seg_only) { /* session 15: the L1 by segments' rule above T*k = 65536 (DeepSeek-R1 softmax, GPT-OSS-120B) */
+    const int64_t Ts[] = {8192, 16384, 32768, 65536};
+    for (int si = 0; si < 2; ++si)
+      for (int ti = si == 0 ? 1 : 0; ti < 4; ++ti) time_shape(&SHAPES[si], Ts[ti], only, s);
+  } else if (do_time) {
     const int64_t Ts[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536};
     for (int ti = 0; ti < 7; ++ti) time_shape(&SHAPES[0], Ts[ti], only, s);
     if (!quick)
