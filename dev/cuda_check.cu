@@ -238,7 +238,8 @@ static void gen_case(Case* c) {
   if (c->tune.ctm == 1 && p->num_tokens >= 1024) c->tune.ctm = 2;
   c->tune.large_seg = irand(3) - 1; /* route's large L1 by segments (v13): never / auto / at any T*k */
   c->tune.large_scan_carry = irand(3) - 1; /* L2's scan form (v13): lane blocks / auto / carry */
-  c->tune.large_seg_warps = irand(2) * 16; /* the L1 by segments: 8 or 16 warps per CTA (v13, lab) */
+  static const int Sw[] = {0, 8, 16};
+  c->tune.large_seg_warps = pick(Sw, 3); /* the L1 by segments: auto / 8 / 16 warps per CTA (v13, v14) */
   /* the segment gate's lanes per row (4 only where k <= 4), only where route gates its rows with the
    * same row form as the gate kernel (the large path forced, its L1 by segments): the check compares
    * route's top-k with the gate kernel's bit for bit, and the two row forms sum the softmax
@@ -247,6 +248,7 @@ static void gen_case(Case* c) {
   if (c->tune.force_general && c->tune.large_seg == 1) c->tune.gate_lpr = pick(Lp, 6);
   static const int Nt[] = {0, 0, -1, 512}; /* tiny.cu's one-pass route by 8 / 16 gating warps (v14) */
   c->tune.tiny_threads = pick(Nt, 4);
+  c->tune.tiny_op_regs = irand(3) - 1; /* the one-pass route's presence words: shuffles / auto / registers (v14) */
 }
 
 static void gen_inputs(const Case* c, Host* h) {

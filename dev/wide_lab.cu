@@ -21,6 +21,8 @@
  *    against the one-pass finish (mr_cuda_tune.tiny_onepass).
  * --tiny16 (session 15): tiny.cu's one-pass route by 16 gating warps against 8 warps and
  *    the pair, T = 2 .. 16 (mr_cuda_tune.tiny_threads).
+ * --tiny-op (session 15): the one-pass route's presence words in registers against the
+ *    shuffle form (mr_cuda_tune.tiny_op_regs), checked, and timed with stage probes.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
@@ -958,6 +960,84 @@ static int tiny16(void) {
   return bad ? 1 : 0;
 }
 
+/* --tiny-op (session 15, perf-log v14): the one-pass route's presence words in registers
+ * (mr_cuda_tune.tiny_op_regs = 1) against the shuffle form, bit for bit against the pair (16-bit
+ * softmax rows, T = 2 .. 16, U = 32 and 16, three input kinds, 8 and 16 warps); timed (kernel
+ * metric, route, moe_buf cleared) with the probes (WRONG outputs, timing only) that stop the
+ * one-pass route after gating (1), the barrier (2), the presence prefix (3), the entries (4), or
+ * skip the entries (5). */
+static int tiny_op(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {2, 3, 4, 6, 8, 9, 12, 16};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  long checks = 0, bad = 0;
+  for (int ui = 0; ui < 2; ++ui) {
+    g_unit = ui ? 16 : 32;
+    for (int si = 0; si < NPK; ++si)
+      for (int ti = 0; ti < nt; ++ti)
+        for (int kind = 0; kind < (g_tm_quick ? 1 : 3); ++kind) {
+          if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || (TS[ti] != 2 && TS[ti] != 16)))) continue;
+          Case c;
+          make_case(&c, &PK[si], TS[ti], kind);
+          moeroute_sizes z;
+          memset(&z, 0, sizeof z);
+          moeroute_get_sizes(&c.p, &z);
+          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+          int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+          set_t16(1);
+          const size_t na = route_to_host(&c, a, s);
+          for (int v = 2; v <= 3; ++v) {
+            set_t16(v);
+            mr_cuda_tune.tiny_op_regs = 1;
+            const size_t nb = route_to_host(&c, b, s);
+            checks++;
+            if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warps=%d regs", PK[si].name, TS[ti], g_unit, kind,
+                            v == 2 ? 8 : 16))
+              bad++;
+          }
+          mr_cuda_tune.tiny_op_regs = 0;
+          set_t16(0);
+          free(a);
+          free(b);
+          free_case(&c);
+        }
+  }
+  g_unit = 32;
+  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route, presence words in registers, by 8 and by 16 "
+         "warps against the pair, bits)\n", checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the pair | tiny.cu one-pass forced (8 warps to T = 8, 16 "
+         "above), shuffle form | registers || probes (WRONG outputs), shuffle form: 1 gating | 2 +barrier | 3 +prefix | "
+         "4 +entries | 5 all but entries || registers: 3 | 4 | 5\n");
+  printf("%-14s %3s %6s %6s %6s || %6s %6s %6s %6s %6s || %6s %6s %6s\n", "shape", "T", "pair", "shfl", "regs", "p1",
+         "p2", "p3", "p4", "p5", "r3", "r4", "r5");
+  for (int si = 0; si < NPK; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      const int T = TS[ti];
+      if (T * PK[si].k > 128 || PK[si].E > 512) continue;
+      Case c;
+      make_case(&c, &PK[si], T, 0);
+      double r[11];
+      for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
+        for (int v = 0; v < 11; ++v) {
+          set_t16(v == 0 ? 1 : T > 8 ? 3 : 2);
+          mr_cuda_tune.tiny_op_regs = v == 2 || v >= 8 ? 1 : 0;
+          mr_cuda_tune.tiny_probe = v >= 3 && v <= 7 ? v - 2 : v >= 8 ? v - 5 : 0;
+          const double x = time_op(&c, 0, 1, s);
+          if (rep == 0 || x < r[v]) r[v] = x;
+        }
+      set_t16(0);
+      mr_cuda_tune.tiny_op_regs = 0;
+      mr_cuda_tune.tiny_probe = 0;
+      printf("%-14s %3d %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f\n", PK[si].name, T, r[0],
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10]);
+      fflush(stdout);
+      free_case(&c);
+    }
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
@@ -968,6 +1048,7 @@ int main(int argc, char** argv) {
                     "A = tiny.cu forced, its sorts | B = tiny.cu forced, one-pass finish");
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
   if (argc > 1 && !strcmp(argv[1], "--tiny16")) return tiny16();
+  if (argc > 1 && !strcmp(argv[1], "--tiny-op")) return tiny_op();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

@@ -355,12 +355,15 @@ typedef struct mr_cuda_tuning {
                             1 = there at any T*k, -1 = never (the chain, as before) */
   int large_scan_carry;  /* L2's scan of an expert row: 0 = auto (the carry form after route's warp-per-row L1,
                             else lane blocks, v13), 1 = the carry form everywhere, -1 = lane blocks everywhere */
-  int large_seg_warps;   /* the L1 by segments' CTAs: 0 = 8 warps (8 slices per chunk), 16 = 16 warps and 16
-                            slices per chunk (lab, NOT yet run on a GPU) */
+  int large_seg_warps;   /* the L1 by segments' CTAs: 0 = auto (16 warps for 128 < E <= 256, k = 8 and
+                            65536 < T*k <= 262144, which the L1 by segments then takes; else 8), 16 = 16 warps and 16
+                            slices per chunk wherever it runs, other values = 8 warps (8 slices per chunk) */
   int tiny_threads;      /* tiny.cu's one-pass route with 16 gating warps (512 threads, a row per warp, v14):
-                            0 = auto (9 <= T <= 16, 16 <= E <= 256, T*k <= 128; mr_tiny_cta16), 512 = wherever the
+                            0 = auto (9 <= T <= 16, 16 <= E <= 256, T*k <= 96; mr_tiny_cta16), 512 = wherever the
                             one-pass route runs with T <= 16 and E <= 512, -1 = never (8 warps) */
   int tiny_probe;        /* lab timing probe, WRONG outputs (tiny.cu mr_tiny_k.probe, the one-pass route): 0 = off */
+  int tiny_op_regs;      /* the one-pass route's presence words in registers, no shuffles (E <= 512, v14): 0 = auto
+                            (off), 1 = on, -1 = off */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -1031,14 +1031,35 @@ struct mr_l_seg_launcher {
   }
 };
 
+/* The wide L1 by segments (16 gating warps and 16 slices per chunk, v14) where the 8-warp
+ * form stops: 128 < E <= 256, k = 8, MR_L_SEG_MAX_N < T*k <= MR_L_SEG_WIDE_MAX_N. Lab calls 42
+ * and 43 (dev/runs/run42, run43 large_time.log; kernel metric, route without moe_buf, the
+ * chain (auto then) / the wide L1 forced): DeepSeek-R1 softmax T = 16384 20.33 / 18.96 and 20.57 /
+ * 18.92 us, 32768 31.31 / 29.78 and 31.24 / 29.73, but 65536 53.62 / 54.84 and 53.60 / 54.90;
+ * GPT-OSS-120B (E = 128, k = 4) loses at every T (T = 32768 18.12 / 24.38), as does the wide
+ * form below the 8-warp form's bound (DeepSeek-R1 softmax T = 4096 10.70 / 12.57). */
+#define MR_L_SEG_WIDE_MAX_N 262144
+static int mr_l_seg_wide_auto(const mr_config* cfg) {
+  const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
+  return cfg->num_experts > 128 && cfg->top_k == 8 && n > MR_L_SEG_MAX_N && n <= MR_L_SEG_WIDE_MAX_N;
+}
+/* knob large_seg_warps: 0 auto (mr_l_seg_wide_auto), 16 = the wide form wherever the L1
+ * by segments runs, else the 8-warp form */
+static int mr_l_seg_wide(const mr_config* cfg) {
+  const int knob = mr_cuda_tune.large_seg_warps;
+  return knob == 0 ? mr_l_seg_wide_auto(cfg) : knob == 2 * MR_LW;
+}
+
 /* Lanes per row when route's L1 gates by segments (v13), else 0: the rows the gate
  * kernel segments (16-bit softmax, E <= 256, k <= 8, large T), without a moe_buf for
- * the run-1 chain to clear, up to T*k = MR_L_SEG_MAX_N; knob large_seg: -1 never,
- * 1 at any T*k. */
+ * the run-1 chain to clear, up to T*k = MR_L_SEG_MAX_N, or in the wide form's auto
+ * range; knob large_seg: -1 never, 1 at any T*k. */
 static int mr_l_seg_lanes(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
   const int knob = mr_cuda_tune.large_seg;
   if (knob < 0 || mr_cuda_large_v1(o->moe_buf_bytes)) return 0;
-  if (knob == 0 && cfg->num_tokens * (int64_t)cfg->top_k > MR_L_SEG_MAX_N) return 0;
+  if (knob == 0 && cfg->num_tokens * (int64_t)cfg->top_k > MR_L_SEG_MAX_N &&
+      !(mr_cuda_tune.large_seg_warps == 0 && mr_l_seg_wide_auto(cfg)))
+    return 0;
   return mr_cuda_gate_segmented(cfg, a);
 }
 
@@ -1250,13 +1271,13 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
   cudaError_t err;
   if (lpr) {
     L.row_unit = 32u / (uint32_t)lpr; /* the rows a warp gates at once */
-    /* lab knob large_seg_warps = 16: CTAs of 16 gating warps, 16 slices per chunk, at most
+    /* the wide form (mr_l_seg_wide): CTAs of 16 gating warps, 16 slices per chunk, at most
      * as many chunks as the workspace's slices allow (mr_l_max_chunks x 8 slices). Only
      * where that is at least one chunk (max chunks >= 2, i.e. T >= 2): at T = 1 one chunk
      * of 16 slices would pass the workspace's 8 (the review of session 14) */
     uint32_t spc = MR_LW;
     const int64_t gmax = mr_l_max_chunks(cfg);
-    if (mr_cuda_tune.large_seg_warps == 2 * MR_LW && gmax >= 2) {
+    if (mr_l_seg_wide(cfg) && gmax >= 2) {
       spc = 2 * MR_LW;
       const uint32_t cap = (uint32_t)(gmax * MR_LW / spc); /* >= 1 */
       if (L.chunks > cap) L.chunks = cap;

@@ -94,7 +94,10 @@ typedef struct mr_tiny_k {
                              builds the same tables and writes the blocks b with b % ctas == its index */
   uint32_t threads;       /* the route kernel's CTA: MR_TINY_THREADS, or MR_TINY_THREADS16 (mr_tiny_cta16) */
   uint32_t probe;         /* lab knob tiny_probe (timing only, WRONG outputs), the one-pass route: 1 = stop after
-                             gating (no table atomics, barrier or layout), 2 = stop after the barrier */
+                             gating (no table atomics, barrier or layout), 2 = stop after the barrier, 3 = after
+                             the presence prefix, 4 = after the entries (no blocks), 5 = no entries */
+  uint32_t op_regs;       /* the one-pass route's presence words in registers (mr_tiny_onepass NWD; knob
+                             tiny_op_regs): E <= 512 */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -259,20 +262,18 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
  * writes the id of block w + 8*l: block b's expert is the b-th set bit of the enabled
  * presence bitmap, its padding the slots from popc(tm[e]) to U (written by the warp). */
 template <bool FROM_IDS = false, /* entries from a caller's top-k (mr_tiny_sort_kernel): ids outside [0, E) */
-          uint32_t NT = MR_TINY_THREADS> /* the CTA's threads: 256, or 512 for the route at 9 <= T <= 16 */
+          uint32_t NT = MR_TINY_THREADS, /* the CTA's threads: 256, or 512 for the route at 9 <= T <= 16 */
+          uint32_t NWD = 0> /* 0: lane l holds presence word l (shuffles); else every thread holds the NWD >= E/32
+                               words in registers (v14, knob tiny_op_regs; NWD % 4 == 0) */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                                 bool has_mask) {
+  static_assert(NWD % 4u == 0u && NWD <= 32u, "presence words in registers: a multiple of 4, at most 32");
   constexpr uint32_t NW = NT / 32u;
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t U = tk.U, nwords = (tk.E + 31u) / 32u;
   const uint32_t cta = blockIdx.x, rl = tk.ctas_log2; /* this CTA's blocks: b % 2^rl == cta */
   const uint32_t* pb = sm + tk.op_off;
   const uint32_t* tm = pb + 32;
-  /* lane l: word l of the enabled presence bitmap and its exclusive prefix count */
-  uint32_t word = lane < nwords ? pb[lane] : 0u;
-  if (has_mask && lane < nwords) word &= sm[MR_TINY_BM + lane];
-  const uint32_t c = __popc(word), incl = mr_warp_incl_scan(c, lane), excl = incl - c;
-  const uint32_t D = __shfl_sync(MR_FULL_MASK, incl, 31);
   /* entries (FROM_IDS: an id outside [0, E), stored as E, is dropped; gating gives none) */
   bool valid = tid < tk.n;
   uint32_t e = valid ? sm[tk.ent_off + 2u * tid] : 0u;
@@ -280,11 +281,65 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     valid = false;
     e = 0u;
   }
-  const uint32_t we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5)), xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
+  /* the enabled presence bitmap: NWD == 0: lane l holds word l and its exclusive prefix
+   * count (a warp scan); else every thread holds every word (16-byte broadcast loads; the
+   * words past E / 32 are zero in pb, so also after the mask's AND) and its prefix */
+  uint32_t word = 0u, excl = 0u, D, we, xe;
+  uint32_t wd[NWD > 0 ? NWD : 1], ex[NWD > 0 ? NWD : 1];
+  if constexpr (NWD > 0) {
+#pragma unroll
+    for (uint32_t q = 0; q < NWD; q += 4u) {
+      uint4 v = *reinterpret_cast<const uint4*>(pb + q);
+      if (has_mask) {
+        const uint4 m = *reinterpret_cast<const uint4*>(sm + MR_TINY_BM + q);
+        v.x &= m.x;
+        v.y &= m.y;
+        v.z &= m.z;
+        v.w &= m.w;
+      }
+      wd[q] = v.x;
+      wd[q + 1u] = v.y;
+      wd[q + 2u] = v.z;
+      wd[q + 3u] = v.w;
+    }
+    uint32_t acc = 0u;
+#pragma unroll
+    for (uint32_t q = 0; q < NWD; ++q) {
+      ex[q] = acc;
+      acc += (uint32_t)__popc(wd[q]);
+    }
+    D = acc;
+    const uint32_t ew = e >> 5;
+    we = wd[0];
+    xe = 0u;
+#pragma unroll
+    for (uint32_t q = 1; q < NWD; ++q)
+      if (q == ew) {
+        we = wd[q];
+        xe = ex[q];
+      }
+  } else {
+    word = lane < nwords ? pb[lane] : 0u;
+    if (has_mask && lane < nwords) word &= sm[MR_TINY_BM + lane];
+    const uint32_t c = __popc(word), incl = mr_warp_incl_scan(c, lane);
+    excl = incl - c;
+    D = __shfl_sync(MR_FULL_MASK, incl, 31);
+    we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5));
+    xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
+  }
+  if (tk.probe == 3u) { /* lab probe: the bitmap's prefix alone */
+    if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+    return;
+  }
   const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
-  if (valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta) { /* present, enabled, ours */
+  if (tk.probe != 5u && valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta) {
+    /* present, enabled, ours */
     const uint32_t t = (tid * tk.kmagic) >> 20;
     mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[tk.ent_off + 2u * tid + 1u]);
+  }
+  if (tk.probe == 4u) { /* lab probe: the prefix and the entries, no blocks */
+    if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+    return;
   }
   /* blocks: ids, then padding. Lane l of warp w holds block b = w + NW*l (+ NT per
    * round of each of the ctas CTAs; D <= n <= 256): its word src, the largest with excl <= b (a
@@ -295,21 +350,33 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   for (uint32_t base = 0; (base << rl) + cta < D; base += NT) { /* uniform */
     const uint32_t b = ((base + warp + NW * lane) << rl) | cta;
     const bool has = b < D;
-    uint32_t src = 0u;
+    uint32_t src = 0u, w = 0u, xs = 0u;
+    if constexpr (NWD > 0) { /* the last word whose prefix is <= b: it holds bit b (b < D) */
+      w = wd[0];
 #pragma unroll
-    for (uint32_t step = 16u; step >= 1u; step >>= 1) {
-      const uint32_t cand = src + step;
-      const uint32_t xc = __shfl_sync(MR_FULL_MASK, excl, (int)(cand & 31u));
-      if (cand < nwords && xc <= b) src = cand;
+      for (uint32_t q = 1; q < NWD; ++q)
+        if (ex[q] <= b) {
+          src = q;
+          w = wd[q];
+          xs = ex[q];
+        }
+    } else {
+#pragma unroll
+      for (uint32_t step = 16u; step >= 1u; step >>= 1) {
+        const uint32_t cand = src + step;
+        const uint32_t xc = __shfl_sync(MR_FULL_MASK, excl, (int)(cand & 31u));
+        if (cand < nwords && xc <= b) src = cand;
+      }
+      w = __shfl_sync(MR_FULL_MASK, word, (int)src);
+      xs = __shfl_sync(MR_FULL_MASK, excl, (int)src);
     }
-    uint32_t wd = __shfl_sync(MR_FULL_MASK, word, (int)src);
-    uint32_t r = b - __shfl_sync(MR_FULL_MASK, excl, (int)src), bit = 0u; /* r < popc(wd) when has */
+    uint32_t r = b - xs, bit = 0u; /* r < popc(w) when has */
 #pragma unroll
     for (uint32_t width = 16u; width >= 1u; width >>= 1) {
-      const uint32_t c = (uint32_t)__popc(wd & ((1u << width) - 1u));
+      const uint32_t c = (uint32_t)__popc(w & ((1u << width) - 1u));
       if (r >= c) {
         r -= c;
-        wd >>= width;
+        w >>= width;
         bit += width;
       }
     }
@@ -594,7 +661,11 @@ __global__ void __launch_bounds__(NT, 1)
   MR_STAMP(4);
   if constexpr (ONEPASS) {
     if (tk.probe == 2u) return; /* lab probe: gating and the barrier */
-    mr_tiny_onepass<false, NT>(o, tk, sm, has_mask);
+    constexpr uint32_t NWD = EPL <= 16 ? (uint32_t)EPL : 0u; /* EPL >= E / 32, a multiple of 4 */
+    if (NWD > 0u && tk.op_regs)
+      mr_tiny_onepass<false, NT, NWD>(o, tk, sm, has_mask);
+    else
+      mr_tiny_onepass<false, NT>(o, tk, sm, has_mask);
     MR_STAMP(7);
     return;
   }
@@ -708,17 +779,22 @@ static int mr_tiny_onepass_wanted(const mr_config* cfg) {
  * 9 <= T <= 16, where 8 warps gate two rows each one after the other (the dependent
  * chain of a row twice: lab call 23 had tiny.cu losing to the pair at T = 12 - 16,
  * GPT-OSS-120B T = 12 3.91 / 3.36 us). Knob tiny_threads: 0 auto (9 <= T <= 16,
- * 16 <= E <= 256, T*k <= MR_TINY_MAX_N, U >= T), 512 = wherever the one-pass route
- * runs with 2 <= T <= 16 and E <= 512, -1 = never. Only where the one-pass finish
- * runs (mr_tiny_plan). Prediction (perf-log v14, before lab call 43): DeepSeek-R1
- * softmax T = 12 / 16 3.62 -> ~3.3 us, GPT-OSS-120B 3.22 -> ~2.9. */
+ * 16 <= E <= 256, T*k <= 96, U >= T), 512 = wherever the one-pass route runs with
+ * 2 <= T <= 16, T*k <= MR_TINY_MAX_N and E <= 512, -1 = never. Only where the one-pass
+ * finish runs (mr_tiny_plan). Lab call 43 (dev/runs/run43/t16_time.log, kernel metric,
+ * route with moe_buf, the pair / 16 warps): DeepSeek-R1 softmax T = 9 / 10 / 12 3.40 /
+ * 3.41, 3.56 / 3.45, 3.63 / 3.49 but T = 14 / 16 (T*k 112 / 128) 3.61 / 3.87, 3.63 / 3.89;
+ * Qwen3-235B T = 12 3.56 / 3.24, T = 16 3.54 / 3.59; OLMoE T = 12 3.41 / 3.25, 16 3.46 /
+ * 3.60; GPT-OSS-120B (k = 4) T = 12 3.24 / 2.88, 16 3.21 / 3.11. The gating warps share the
+ * 4 schedulers: gating alone (probe) grows ~0.4 us per extra warp per scheduler (DeepSeek-R1
+ * softmax T = 4 / 8 / 12 / 16: 1.75 / 2.15 / 2.41 / 2.82 us). */
 static int mr_tiny_cta16(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
   const int knob = mr_cuda_tune.tiny_threads;
   if (knob < 0 || T < 2 || T > MR_TINY_WARPS16 || n > (int64_t)MR_TINY_MAX_N || E > 512 || cfg->unit_size < T)
     return 0;
   if (knob == MR_TINY_THREADS16) return 1;
-  return T > MR_TINY_WARPS && E >= 16 && E <= 256;
+  return T > MR_TINY_WARPS && n <= 96 && E >= 16 && E <= 256;
 }
 
 /* T*k bound of tiny.cu's own sorts for 16-bit softmax rows at 2 <= T <= 8, by E
@@ -798,6 +874,7 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
+    K->op_regs = mr_cuda_tune.tiny_op_regs > 0 ? 1u : 0u;
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
