@@ -987,16 +987,19 @@ static int tiny_op(void) {
           int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
           set_t16(1);
           const size_t na = route_to_host(&c, a, s);
-          for (int v = 2; v <= 3; ++v) {
-            set_t16(v);
-            mr_cuda_tune.tiny_op_regs = 1;
-            const size_t nb = route_to_host(&c, b, s);
-            checks++;
-            if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warps=%d regs", PK[si].name, TS[ti], g_unit, kind,
-                            v == 2 ? 8 : 16))
-              bad++;
-          }
+          for (int v = 2; v <= 3; ++v)
+            for (int line = 0; line < 2; ++line) {
+              set_t16(v);
+              mr_cuda_tune.tiny_op_regs = 1;
+              mr_cuda_tune.tiny_op_line = line;
+              const size_t nb = route_to_host(&c, b, s);
+              checks++;
+              if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warps=%d regs line=%d", PK[si].name, TS[ti], g_unit,
+                              kind, v == 2 ? 8 : 16, line))
+                bad++;
+            }
           mr_cuda_tune.tiny_op_regs = 0;
+          mr_cuda_tune.tiny_op_line = 0;
           set_t16(0);
           free(a);
           free(b);
@@ -1004,34 +1007,37 @@ static int tiny_op(void) {
         }
   }
   g_unit = 32;
-  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route, presence words in registers, by 8 and by 16 "
-         "warps against the pair, bits)\n", checks, bad);
+  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route, presence words in registers, without and with "
+         "the line form, by 8 and by 16 warps against the pair, bits)\n", checks, bad);
   if (g_check_only) return bad ? 1 : 0;
   printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the pair | tiny.cu one-pass forced (8 warps to T = 8, 16 "
          "above), shuffle form | registers || probes (WRONG outputs), shuffle form: 1 gating | 2 +barrier | 3 +prefix | "
-         "4 +entries | 5 all but entries || registers: 3 | 4 | 5\n");
-  printf("%-14s %3s %6s %6s %6s || %6s %6s %6s %6s %6s || %6s %6s %6s\n", "shape", "T", "pair", "shfl", "regs", "p1",
-         "p2", "p3", "p4", "p5", "r3", "r4", "r5");
+         "4 +entries | 5 all but entries || registers: 3 | 4 | 5 || registers and the line form (a warp writes a "
+         "block's entries and padding)\n");
+  printf("%-14s %3s %6s %6s %6s || %6s %6s %6s %6s %6s || %6s %6s %6s || %6s\n", "shape", "T", "pair", "shfl", "regs",
+         "p1", "p2", "p3", "p4", "p5", "r3", "r4", "r5", "line");
   for (int si = 0; si < NPK; ++si)
     for (int ti = 0; ti < nt; ++ti) {
       const int T = TS[ti];
       if (T * PK[si].k > 128 || PK[si].E > 512) continue;
       Case c;
       make_case(&c, &PK[si], T, 0);
-      double r[11];
+      double r[12];
       for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
-        for (int v = 0; v < 11; ++v) {
+        for (int v = 0; v < 12; ++v) {
           set_t16(v == 0 ? 1 : T > 8 ? 3 : 2);
-          mr_cuda_tune.tiny_op_regs = v == 2 || v >= 8 ? 1 : 0;
-          mr_cuda_tune.tiny_probe = v >= 3 && v <= 7 ? v - 2 : v >= 8 ? v - 5 : 0;
+          mr_cuda_tune.tiny_op_regs = v == 2 || v >= 8 ? 1 : -1;
+          mr_cuda_tune.tiny_op_line = v == 11 ? 1 : 0;
+          mr_cuda_tune.tiny_probe = v >= 3 && v <= 7 ? v - 2 : v >= 8 && v <= 10 ? v - 5 : 0;
           const double x = time_op(&c, 0, 1, s);
           if (rep == 0 || x < r[v]) r[v] = x;
         }
       set_t16(0);
       mr_cuda_tune.tiny_op_regs = 0;
+      mr_cuda_tune.tiny_op_line = 0;
       mr_cuda_tune.tiny_probe = 0;
-      printf("%-14s %3d %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f\n", PK[si].name, T, r[0],
-             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10]);
+      printf("%-14s %3d %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f || %6.2f\n", PK[si].name,
+             T, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]);
       fflush(stdout);
       free_case(&c);
     }
