@@ -894,18 +894,19 @@ static void set_t16(int v) { /* 0 auto, 1 the pair, 2 eight warps forced, 3 sixt
   mr_cuda_tune.tiny_onepass = v >= 2 ? 1 : 0;
   mr_cuda_tune.tiny_threads = v == 2 ? -1 : v == 3 ? 512 : 0;
 }
-static int tiny16(void) {
+/* The check of both: every case (U = 32 and 16, the 16-bit softmax shapes, T in TS with
+ * T*k <= 128, three input kinds; --quick: U = 32, one kind, T = q0 and q1) by the pair, then by
+ * each variant v < nv (set(v) sets the knobs), bit for bit; returns the mismatches. */
+static long t16_check(const int* TS, int nt, int q0, int q1, int nv, void (*set)(int), const char* what, long* checks) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  static const int TS[] = {2, 4, 8, 9, 10, 12, 14, 16};
-  const int nt = (int)(sizeof TS / sizeof TS[0]);
-  long checks = 0, bad = 0;
+  long bad = 0;
   for (int ui = 0; ui < 2; ++ui) {
     g_unit = ui ? 16 : 32;
     for (int si = 0; si < NPK; ++si)
       for (int ti = 0; ti < nt; ++ti)
         for (int kind = 0; kind < (g_tm_quick ? 1 : 3); ++kind) {
-          if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || (TS[ti] != 9 && TS[ti] != 16)))) continue;
+          if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || (TS[ti] != q0 && TS[ti] != q1)))) continue;
           Case c;
           make_case(&c, &PK[si], TS[ti], kind);
           moeroute_sizes z;
@@ -915,21 +916,34 @@ static int tiny16(void) {
           int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
           set_t16(1);
           const size_t na = route_to_host(&c, a, s);
-          for (int v = 2; v <= 3; ++v) {
-            set_t16(v);
+          for (int v = 0; v < nv; ++v) {
+            set(v);
             const size_t nb = route_to_host(&c, b, s);
-            checks++;
-            if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warps=%d", PK[si].name, TS[ti], g_unit, kind,
-                            v == 2 ? 8 : 16))
+            (*checks)++;
+            if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d %s variant %d", PK[si].name, TS[ti], g_unit, kind, what, v))
               bad++;
           }
-          set_t16(0);
+          set(-1);
           free(a);
           free(b);
           free_case(&c);
         }
   }
   g_unit = 32;
+  CK(cudaStreamDestroy(s));
+  return bad;
+}
+
+/* tiny16's variants: 0 eight warps, 1 sixteen warps, -1 the defaults */
+static void set_t16v(int v) { set_t16(v < 0 ? 0 : v + 2); }
+
+static int tiny16(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {2, 4, 8, 9, 10, 12, 14, 16};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  long checks = 0;
+  const long bad = t16_check(TS, nt, 9, 16, 2, set_t16v, "warps (0: 8, 1: 16)", &checks);
   printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route by 8 and by 16 warps against the pair, bits)\n",
          checks, bad);
   if (g_check_only) return bad ? 1 : 0;
@@ -966,47 +980,20 @@ static int tiny16(void) {
  * metric, route, moe_buf cleared) with the probes (WRONG outputs, timing only) that stop the
  * one-pass route after gating (1), the barrier (2), the presence prefix (3), the entries (4), or
  * skip the entries (5). */
+/* tiny_op's variants: v = 2 * warps + line (warps 0: 8, 1: 16), registers on; -1 the defaults */
+static void set_opv(int v) {
+  set_t16(v < 0 ? 0 : 2 + v / 2);
+  mr_cuda_tune.tiny_op_regs = v < 0 ? 0 : 1;
+  mr_cuda_tune.tiny_op_line = v < 0 ? 0 : v % 2;
+}
+
 static int tiny_op(void) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   static const int TS[] = {2, 3, 4, 6, 8, 9, 12, 16};
   const int nt = (int)(sizeof TS / sizeof TS[0]);
-  long checks = 0, bad = 0;
-  for (int ui = 0; ui < 2; ++ui) {
-    g_unit = ui ? 16 : 32;
-    for (int si = 0; si < NPK; ++si)
-      for (int ti = 0; ti < nt; ++ti)
-        for (int kind = 0; kind < (g_tm_quick ? 1 : 3); ++kind) {
-          if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || (TS[ti] != 2 && TS[ti] != 16)))) continue;
-          Case c;
-          make_case(&c, &PK[si], TS[ti], kind);
-          moeroute_sizes z;
-          memset(&z, 0, sizeof z);
-          moeroute_get_sizes(&c.p, &z);
-          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
-          int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
-          set_t16(1);
-          const size_t na = route_to_host(&c, a, s);
-          for (int v = 2; v <= 3; ++v)
-            for (int line = 0; line < 2; ++line) {
-              set_t16(v);
-              mr_cuda_tune.tiny_op_regs = 1;
-              mr_cuda_tune.tiny_op_line = line;
-              const size_t nb = route_to_host(&c, b, s);
-              checks++;
-              if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warps=%d regs line=%d", PK[si].name, TS[ti], g_unit,
-                              kind, v == 2 ? 8 : 16, line))
-                bad++;
-            }
-          mr_cuda_tune.tiny_op_regs = 0;
-          mr_cuda_tune.tiny_op_line = 0;
-          set_t16(0);
-          free(a);
-          free(b);
-          free_case(&c);
-        }
-  }
-  g_unit = 32;
+  long checks = 0;
+  const long bad = t16_check(TS, nt, 2, 16, 4, set_opv, "registers, 2 x warps (0: 8, 1: 16) + line", &checks);
   printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route, presence words in registers, without and with "
          "the line form, by 8 and by 16 warps against the pair, bits)\n", checks, bad);
   if (g_check_only) return bad ? 1 : 0;
