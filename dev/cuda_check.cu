@@ -249,7 +249,6 @@ static void gen_case(Case* c) {
   static const int Nt[] = {0, 0, -1, 512}; /* tiny.cu's one-pass route by 8 / 16 gating warps (v14) */
   c->tune.tiny_threads = pick(Nt, 4);
   c->tune.tiny_op_regs = irand(3) - 1; /* the one-pass route's presence words: shuffles / auto / registers (v14) */
-  c->tune.tiny_op_line = irand(3) - 1; /* the one-pass route's line form: off / auto / on (v14) */
 }
 
 static void gen_inputs(const Case* c, Host* h) {

@@ -980,11 +980,12 @@ static int tiny16(void) {
  * metric, route, moe_buf cleared) with the probes (WRONG outputs, timing only) that stop the
  * one-pass route after gating (1), the barrier (2), the presence prefix (3), the entries (4), or
  * skip the entries (5). */
-/* tiny_op's variants: v = 2 * warps + line (warps 0: 8, 1: 16), registers on; -1 the defaults */
+/* tiny_op's variants: v = 2 * warps + twice (warps 0: 8, 1: 16; twice: probe 6, the layout written
+ * twice, right outputs), registers on; -1 the defaults */
 static void set_opv(int v) {
   set_t16(v < 0 ? 0 : 2 + v / 2);
   mr_cuda_tune.tiny_op_regs = v < 0 ? 0 : 1;
-  mr_cuda_tune.tiny_op_line = v < 0 ? 0 : v % 2;
+  mr_cuda_tune.tiny_probe = v < 0 ? 0 : v % 2 ? 6 : 0;
 }
 
 static int tiny_op(void) {
@@ -993,16 +994,16 @@ static int tiny_op(void) {
   static const int TS[] = {2, 3, 4, 6, 8, 9, 12, 16};
   const int nt = (int)(sizeof TS / sizeof TS[0]);
   long checks = 0;
-  const long bad = t16_check(TS, nt, 2, 16, 4, set_opv, "registers, 2 x warps (0: 8, 1: 16) + line", &checks);
-  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route, presence words in registers, without and with "
-         "the line form, by 8 and by 16 warps against the pair, bits)\n", checks, bad);
+  const long bad = t16_check(TS, nt, 2, 16, 4, set_opv, "registers, 2 x warps (0: 8, 1: 16) + twice", &checks);
+  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route, presence words in registers, the layout once "
+         "and twice (probe 6), by 8 and by 16 warps against the pair, bits)\n", checks, bad);
   if (g_check_only) return bad ? 1 : 0;
   printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the pair | tiny.cu one-pass forced (8 warps to T = 8, 16 "
          "above), shuffle form | registers || probes (WRONG outputs), shuffle form: 1 gating | 2 +barrier | 3 +prefix | "
-         "4 +entries | 5 all but entries || registers: 3 | 4 | 5 || registers and the line form (a warp writes a "
-         "block's entries and padding)\n");
+         "4 +entries | 5 all but entries || registers: 3 | 4 | 5 || registers, the layout written twice by the same "
+         "code (probe 6, right outputs)\n");
   printf("%-14s %3s %6s %6s %6s || %6s %6s %6s %6s %6s || %6s %6s %6s || %6s\n", "shape", "T", "pair", "shfl", "regs",
-         "p1", "p2", "p3", "p4", "p5", "r3", "r4", "r5", "line");
+         "p1", "p2", "p3", "p4", "p5", "r3", "r4", "r5", "twice");
   for (int si = 0; si < NPK; ++si)
     for (int ti = 0; ti < nt; ++ti) {
       const int T = TS[ti];
@@ -1014,14 +1015,12 @@ static int tiny_op(void) {
         for (int v = 0; v < 12; ++v) {
           set_t16(v == 0 ? 1 : T > 8 ? 3 : 2);
           mr_cuda_tune.tiny_op_regs = v == 2 || v >= 8 ? 1 : -1;
-          mr_cuda_tune.tiny_op_line = v == 11 ? 1 : 0;
-          mr_cuda_tune.tiny_probe = v >= 3 && v <= 7 ? v - 2 : v >= 8 && v <= 10 ? v - 5 : 0;
+          mr_cuda_tune.tiny_probe = v >= 3 && v <= 7 ? v - 2 : v >= 8 && v <= 10 ? v - 5 : v == 11 ? 6 : 0;
           const double x = time_op(&c, 0, 1, s);
           if (rep == 0 || x < r[v]) r[v] = x;
         }
       set_t16(0);
       mr_cuda_tune.tiny_op_regs = 0;
-      mr_cuda_tune.tiny_op_line = 0;
       mr_cuda_tune.tiny_probe = 0;
       printf("%-14s %3d %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f %6.2f %6.2f || %6.2f %6.2f %6.2f || %6.2f\n", PK[si].name,
              T, r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]);

@@ -364,8 +364,6 @@ typedef struct mr_cuda_tuning {
   int tiny_probe;        /* lab timing probe, WRONG outputs (tiny.cu mr_tiny_k.probe, the one-pass route): 0 = off */
   int tiny_op_regs;      /* the one-pass route's presence words in registers, no shuffles (E <= 512, v14): 0 = auto
                             (E <= 256), 1 = on, -1 = off */
-  int tiny_op_line;      /* the one-pass route: one warp writes a block's entries and padding (v14): 0 = auto
-                            (off), 1 = on, -1 = off */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

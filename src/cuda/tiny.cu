@@ -95,11 +95,10 @@ typedef struct mr_tiny_k {
   uint32_t threads;       /* the route kernel's CTA: MR_TINY_THREADS, or MR_TINY_THREADS16 (mr_tiny_cta16) */
   uint32_t probe;         /* lab knob tiny_probe (timing only, WRONG outputs), the one-pass route: 1 = stop after
                              gating (no table atomics, barrier or layout), 2 = stop after the barrier, 3 = after
-                             the presence prefix, 4 = after the entries (no blocks), 5 = no entries */
+                             the presence prefix, 4 = after the entries (no blocks), 5 = no entries, 6 = the
+                             layout twice, the same code (right outputs: the second pass rewrites the same) */
   uint32_t op_regs;       /* the one-pass route's presence words in registers (mr_tiny_onepass NWD; knob
                              tiny_op_regs): E <= 512 */
-  uint32_t op_line;       /* the one-pass route: the warp that writes a block's padding also writes its entries
-                             (knob tiny_op_line) */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -334,8 +333,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     return;
   }
   const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
-  if (tk.probe != 5u && (FROM_IDS || !tk.op_line) && valid && ((we >> (e & 31u)) & 1u) &&
-      (start & ((1u << rl) - 1u)) == cta) {
+  if (tk.probe != 5u && valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta) {
     /* present, enabled, ours */
     const uint32_t t = (tid * tk.kmagic) >> 20;
     mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[tk.ent_off + 2u * tid + 1u]);
@@ -390,27 +388,12 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
                                      : (int32_t)eb;
       mr_emit_block_id(&o, b, local);
     }
-    /* padding: the warp walks its blocks, slots cnt .. U-1 of each over the lanes; with
-     * tk.op_line (route only, v14) also the block's entries: lane t < T whose bit is set in
-     * tm[e] writes slot rank(t), its pick slot found in row t's k entries (a gated row
-     * names e once), so one warp writes the block's whole line */
+    /* padding: the warp walks its blocks, slots cnt .. U-1 of each over the lanes */
     const uint32_t nb = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, has)); /* lanes 0 .. nb-1 */
 #pragma unroll 1
     for (uint32_t j = 0; j < nb; ++j) {
       const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
       const uint32_t bj = ((base + warp + NW * j) << rl) | cta;
-      if (!FROM_IDS && tk.op_line) {
-        const uint32_t ej = __shfl_sync(MR_FULL_MASK, eb, (int)j), mj = tm[ej];
-        if (lane < tk.T && ((mj >> lane) & 1u)) {
-          const uint32_t i0 = lane * tk.k;
-          uint32_t s = 0u;
-#pragma unroll 8
-          for (uint32_t q = 1u; q < tk.k; ++q)
-            if (sm[tk.ent_off + 2u * (i0 + q)] == ej) s = q;
-          mr_tiny_put_entry(o, tk, bj * U + __popc(mj & ((1u << lane) - 1u)), i0 + s,
-                            sm[tk.ent_off + 2u * (i0 + s) + 1u]);
-        }
-      }
       for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
     }
   }
@@ -680,10 +663,12 @@ __global__ void __launch_bounds__(NT, 1)
   if constexpr (ONEPASS) {
     if (tk.probe == 2u) return; /* lab probe: gating and the barrier */
     constexpr uint32_t NWD = EPL <= 16 ? (uint32_t)EPL : 0u; /* EPL >= E / 32, a multiple of 4 */
-    if (NWD > 0u && tk.op_regs)
-      mr_tiny_onepass<false, NT, NWD>(o, tk, sm, has_mask);
-    else
-      mr_tiny_onepass<false, NT>(o, tk, sm, has_mask);
+#pragma unroll 1
+    for (uint32_t rep = tk.probe == 6u ? 0u : 1u; rep < 2u; ++rep) /* lab probe 6: twice */
+      if (NWD > 0u && tk.op_regs)
+        mr_tiny_onepass<false, NT, NWD>(o, tk, sm, has_mask);
+      else
+        mr_tiny_onepass<false, NT>(o, tk, sm, has_mask);
     MR_STAMP(7);
     return;
   }
@@ -897,7 +882,6 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
      * GPT-OSS-120B T = 2 2.52 / 2.31; Qwen3-235B T = 4 2.77 / 2.49; but Qwen3-Next (E = 512,
      * 16 words) T = 2 3.33 / 3.46: on for E <= 256 */
     K->op_regs = mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
-    K->op_line = mr_cuda_tune.tiny_op_line > 0 ? 1u : 0u;
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
