@@ -637,7 +637,7 @@ __global__ void __launch_bounds__(NT, 1)
           sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
           if (topk_ids) topk_ids[i] = id;
           if (topk_weights) topk_weights[i] = w;
-          if (ONEPASS && tk.probe == 0u) {
+          if (ONEPASS && tk.probe != 1u) { /* the tables (every probe but 1 needs them) */
             atomicOr(sm + tk.op_off + (uint32_t)id / 32u, 1u << ((uint32_t)id & 31u));
             atomicOr(sm + tk.op_off + 32u + (uint32_t)id, 1u << (uint32_t)t);
           }
