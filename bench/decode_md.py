@@ -15,7 +15,7 @@ def main(argv):
         r0 = rows[0]
         f.write(f"Floors of the same run: one-block kernel {r0['floor_kernel_us']} us (kernel metric), "
                 f"{r0['floor_graph_us']} us (one-node graph), {r0['floor_eager_us']} us (eager).\n")
-        f.write("fused = moeroute_cuda_route, its automatic path (src/cuda/entry.cu; docs/design.md 18, 24, 25: one launch of tiny.cu at T = 1 for 16-bit softmax rows of any E and for the sigmoid / sqrt_softplus rows of the wide gate rows, and for 16-bit softmax rows at 2 <= T <= 8 with T*k <= 48 (64 for E <= 128), finishing in one pass behind one barrier; else the gate kernel and the one-launch sort with PDL between them); chain = moeroute_cuda_gate then moeroute_cuda_sort; "
+        f.write("fused = moeroute_cuda_route, its automatic path (src/cuda/entry.cu; docs/design.md 18, 24 - 26, 32: one launch of tiny.cu at T = 1 for 16-bit softmax rows of any E and for the sigmoid / sqrt_softplus rows of the wide gate rows, and for 16-bit softmax rows at 2 <= T <= 8 with E >= 16 and T*k <= 40 (64 for E <= 256), and at 9 <= T <= 16 with 16 <= E <= 256 and T*k <= 96 (16 gating warps), finishing in one pass behind one barrier; else the gate kernel and the one-launch sort with PDL between them); chain = moeroute_cuda_gate then moeroute_cuda_sort; "
                 "both clear moe_buf [T, model_dim] bf16; speedup = chain / fused in the kernel metric; "
                 "every timed output checked against the CPU backend (wrong must be 0).\n\n")
         f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
