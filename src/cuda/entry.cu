@@ -3,10 +3,11 @@
  * host, check the specialisation list, pick a path, launch, check every
  * launch.
  *
- * Paths (docs/design.md 17-25; the measurements in docs/perf-log.md v5-v8):
+ * Paths (docs/design.md 17-32; the measurements in docs/perf-log.md v5-v14):
  *
  *   route  16-bit softmax rows without bias or groups,  one launch: one routing CTA and
- *          T*k <= 32 and T = 1 (any E), or T <= 8,      a one-warp sort (tiny.cu; at T = 1
+ *          T*k <= 32 and T = 1 (any E), or T <= 8       a one-warp sort (tiny.cu; at T = 1
+ *          (T <= 16 for E <= 256, T*k <= 96),           or by 4 - 8 CTAs in one pass
  *          T*E <= 512, min(T*k, E) <= 16, E <= 128;     without a mask no sort at all:
  *          sigmoid / sqrt_softplus rows the wide gate   mr_tiny_solo_*)
  *          rows take (gate.cu), T = 1, T*k <= 32

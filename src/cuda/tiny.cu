@@ -4,7 +4,8 @@
  *     T*k bound of the E bucket (mr_tiny_packed_max_n: 48 for E <= 64, 32 for
  *     E <= 128, 24 for E <= 256, none for E <= 512, 32 above), or T <= 8 with
  *     the one-pass finish (mr_tiny_onepass_wanted: U >= T, E >= 16, T*k <= 40, or
- *     64 for E <= 256): a warp per row;
+ *     64 for E <= 256), or 9 <= T <= 16 with the one-pass finish in a 512-thread CTA
+ *     (mr_tiny_cta16: 16 <= E <= 256, T*k <= 96, v14): a warp per row;
  *   - sigmoid / sqrt_softplus rows that take the wide gate rows (gate.cuh,
  *     mr_gate_wide_row) when T <= MR_TINY_WIDE_T (1) and T*k <= 32: one group of
  *     four warps gates the row (Kimi-K2, grouped DeepSeek-R1 at T = 1; two groups,
