@@ -15,6 +15,10 @@
  *   sort:  0 entry | 1 ids loads issued, table cleared | 4 entries in shared |
  *          5 table built | 6 scan | 7 written
  *   gate:  0 entry | 2 row gated | 7 stored
+ *   route by tiny.cu's one-pass finish (session 15, T >= 2): 0 entry | 2 row gated | 4 after
+ *          the barrier | 5 presence prefix | 6 entry placed | 7 blocks and padding written
+ *          (the sort kernel of tiny.cu passes 5 and 6 too). The span column is globaltimer
+ *          0..7 of thread 0; the stores' drain after 7 is not in it.
  * Column "warm": 1 = the dry-run warps (instruction-cache warming) on, 0 = off
  * (mr_cuda_perf.no_warm), 4 = route with the dry gating warp on warp 0's
  * scheduler (mr_cuda_perf.dry_gate_warp = 4; the default is warp 6).
@@ -130,6 +134,13 @@ int main(void) {
       {"kimi-k2", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.827f, 7168, MOEROUTE_DTYPE_FP32, 1},
       {"kimi-k2", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.827f, 7168, MOEROUTE_DTYPE_FP32, 16},
       {"qwen3-next", 512, 10, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16, 16},
+      /* session 15: tiny.cu's one-pass route (markers 0 entry | 2 row gated | 4 after the
+       * barrier | 5 the presence prefix | 6 the entry placed | 7 blocks and padding written) */
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 2},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 4},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 8},
+      {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 2},
+      {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 12},
   };
   const char* ops[3] = {"route", "gate", "sort"};
   printf("cycles between markers (median of 21 single calls), thread 0 of CTA 0; span = globaltimer ns 0..7\n");

@@ -329,6 +329,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     we = __shfl_sync(MR_FULL_MASK, word, (int)(e >> 5));
     xe = __shfl_sync(MR_FULL_MASK, excl, (int)(e >> 5));
   }
+  MR_STAMP(5); /* (stamp_lab: the prefix known) */
   if (tk.probe == 3u) { /* lab probe: the bitmap's prefix alone */
     if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
     return;
@@ -339,6 +340,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     const uint32_t t = (tid * tk.kmagic) >> 20;
     mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[tk.ent_off + 2u * tid + 1u]);
   }
+  MR_STAMP(6); /* (stamp_lab: the entry placed) */
   if (tk.probe == 4u) { /* lab probe: the prefix and the entries, no blocks */
     if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
     return;

@@ -1,0 +1,22 @@
+#!/bin/bash
+# Lab device call 47 (planned in session 15 for the next session): where the one-pass layout's
+# ~0.8 us goes (perf-log v14 "what is left" 1) and the DeepSeek-R1 softmax T = 128 route / chain
+# anomaly of results run 26. Build; stamp_lab (clock64 markers of thread 0 of CTA 0, single calls:
+# tiny.cu's one-pass route at DeepSeek-R1 softmax T = 2 / 4 / 8 and GPT-OSS-120B T = 2 / 12: gated |
+# barrier | prefix | entry | blocks and padding); then wide_lab --tmsort --time-only (route as the
+# pair with and without the token-mask sort, the sort alone, T = 48 - 1024: the rule
+# mr_route_pair_avoids_tm against DeepSeek-R1 softmax T = 128). ~150 s.
+set -u
+export PATH=$PATH:/usr/local/cuda/bin
+O=${OUT:-/tmp/lab47}; mkdir -p $O; T0=$SECONDS
+B=/tmp/bn
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "commit ${COMMIT:-?}"; date -u; } > $O/env.log
+( cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $O/build.log 2>&1 && cmake --build $B -j16 >> $O/build.log 2>&1 ) || { tail -30 $O/build.log; exit 1; }
+nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/stamp_lab.cu $B/libmoeroute.a -o $B/stamp_lab >> $O/build.log 2>&1 &
+nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1 &
+wait
+echo "build $((SECONDS-T0)) s" >> $O/env.log
+( timeout ${STAMP_S:-60} $B/stamp_lab ) > $O/stamps.log 2>&1
+( timeout ${TM_S:-90} $B/wide_lab --tmsort --time-only ) > $O/tm_time.log 2>&1
+echo "total $((SECONDS-T0)) s" >> $O/env.log
+cat $O/stamps.log; grep -E "ds-softmax|deepseek-r1-softmax|shape" $O/tm_time.log | head -20; cat $O/env.log
