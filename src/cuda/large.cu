@@ -1057,8 +1057,9 @@ static int mr_l_seg_wide(const mr_config* cfg) {
 static int mr_l_seg_lanes(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o) {
   const int knob = mr_cuda_tune.large_seg;
   if (knob < 0 || mr_cuda_large_v1(o->moe_buf_bytes)) return 0;
+  const int sw = mr_cuda_tune.large_seg_warps; /* auto and 16 take the wide form's range too (the review of session 15) */
   if (knob == 0 && cfg->num_tokens * (int64_t)cfg->top_k > MR_L_SEG_MAX_N &&
-      !(mr_cuda_tune.large_seg_warps == 0 && mr_l_seg_wide_auto(cfg)))
+      !((sw == 0 || sw == 2 * MR_LW) && mr_l_seg_wide_auto(cfg)))
     return 0;
   return mr_cuda_gate_segmented(cfg, a);
 }

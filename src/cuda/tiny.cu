@@ -778,7 +778,8 @@ static int mr_tiny_onepass_wanted(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k, E = cfg->num_experts;
   if (T < 2 || T > 32 || cfg->unit_size < T || mr_cuda_tune.tiny_onepass < 0) return 0;
   if (mr_cuda_tune.tiny_onepass > 0) return 1;
-  return (T <= MR_TINY_WARPS && E >= 16 && (n <= 40 || (E <= 256 && n <= 64))) || mr_tiny_cta16(cfg);
+  if (T <= MR_TINY_WARPS) return E >= 16 && (n <= 40 || (E <= 256 && n <= 64));
+  return mr_tiny_cta16(cfg); /* 9 <= T <= 16 (the knob tiny_threads = 512 picks the width at T <= 8, not the finish) */
 }
 
 /* The one-pass route with 16 gating warps (512 threads, a row per warp) at
