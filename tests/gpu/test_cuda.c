@@ -1907,14 +1907,17 @@ static void group_thresholds(void) {
       {"e1024", 20, 0, 0},           /* E * ceil(T*k/32) 5120 -> 6144 (the cluster kernel keeps 6144) */
       {"kimi-k2", 52, 1, 0},         /* (4992 -> 5376: the mid pair from T = 53) */
       {"olmoe", 6, 0, 1},         /* tiny.cu's own sorts (U = 1 < T), E <= 64: T*k 48 -> 56 */
-      {"olmoe", 8, 0, 0},            /* the one-pass finish (U >= T), E <= 128: T*k 64, T = 8 -> 9 (the pair) */
+      {"olmoe", 8, 0, 0},            /* the one-pass finish (U >= T), E <= 128: T*k 64, T = 8 -> 9 (16 warps, v14) */
       {"qwen3", 4, 0, 1},         /* own sorts, E <= 128: 32 -> 40 */
-      {"qwen3", 8, 0, 0},            /* one-pass T*k 64 -> T = 9 */
-      {"gpt-oss-120b", 8, 1, 32},    /* one-pass T = 8 -> 9 (the pair) */
+      {"qwen3", 8, 0, 0},            /* one-pass T*k 64 -> T = 9 (16 warps) */
+      {"gpt-oss-120b", 8, 1, 32},    /* one-pass T = 8 -> 9 (16 warps) */
       {"gpt-oss-120b", 2, 1, 2},  /* U = 2: one-pass at T = 2, own sorts at T = 3 (U < T) */
       {"sm-e160", 4, 1, 1},       /* own sorts, E <= 256: T*k 24 -> 30 (the pair) */
-      {"sm-e160", 8, 0, 0},          /* one-pass T*k 48 -> T = 9 */
-      {"ds-softmax", 8, 1, 0},       /* one-pass T*k 64 -> T = 9 (the pair) */
+      {"sm-e160", 8, 0, 0},          /* one-pass T*k 48 -> T = 9 (16 warps) */
+      {"ds-softmax", 8, 1, 0},       /* one-pass T*k 64 -> T = 9 (16 warps, a row each: mr_tiny_cta16, v14) */
+      {"ds-softmax", 12, 0, 0},      /* 16 warps up to T*k = 96 -> the pair (104) */
+      {"qwen3", 12, 1, 0},           /* (E = 128, k = 8) */
+      {"gpt-oss-120b", 16, 0, 0},    /* 16 warps up to T = 16 (k = 4: T*k 64) -> the pair at T = 17 */
       {"ds-softmax", 4, 0, 0},       /* the one-pass layout by 4 CTAs up to T*k = 32, 8 above */
       {"sm-e1024", 4, 0, 1},      /* own sorts, E > 512: T*k 32 -> 40 */
       {"sm-e1024", 5, 0, 32},        /* one-pass 40 -> 48 (the pair), E > 256 */
@@ -1958,7 +1961,8 @@ static void group_thresholds(void) {
       {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6144, 1, 0},  /* (gate + ctm's sort -> L1 by segments, 8 lanes: T*k 24576 -> 24580) */
-      {"ds-softmax", 8192, 1, 0},    /* (L1 by segments up to T*k = 65536, then the chain: 65536 -> 65544) */
+      {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
+      {"ds-softmax", 32768, 1, 0},   /* the wide L1 by segments up to T*k = 262144, then the chain (-> 262152) */
       {"gpt-oss-120b", 16384, 1, 0}, /* (65536 -> 65540) */
       {"qwen3-next", 16384, 1, 0},   /* the large sort's rank launch: 1 CTA per SM up to T*k = 163840, then 2 */
       {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
