@@ -5,7 +5,8 @@
 # tiny.cu's one-pass route at DeepSeek-R1 softmax T = 2 / 4 / 8 and GPT-OSS-120B T = 2 / 12: gated |
 # barrier | prefix | entry | blocks and padding); then wide_lab --tmsort --time-only (route as the
 # pair with and without the token-mask sort, the sort alone, T = 48 - 1024: the rule
-# mr_route_pair_avoids_tm against DeepSeek-R1 softmax T = 128). ~150 s.
+# mr_route_pair_avoids_tm against DeepSeek-R1 softmax T = 128). First test_cuda's thresholds group (session
+# 15 added pairs at the 16-warp route's and the wide L1's bounds, not yet run on a GPU). ~200 s.
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 O=${OUT:-/tmp/lab47}; mkdir -p $O; T0=$SECONDS
@@ -16,7 +17,8 @@ nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/s
 nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1 &
 wait
 echo "build $((SECONDS-T0)) s" >> $O/env.log
+( timeout ${TEST_S:-120} $B/tests/gpu/test_cuda --group thresholds 2>&1 | tail -3 ) > $O/tests.log 2>&1  # session 15's new pairs
 ( timeout ${STAMP_S:-60} $B/stamp_lab ) > $O/stamps.log 2>&1
 ( timeout ${TM_S:-90} $B/wide_lab --tmsort --time-only ) > $O/tm_time.log 2>&1
 echo "total $((SECONDS-T0)) s" >> $O/env.log
-cat $O/stamps.log; grep -E "ds-softmax|deepseek-r1-softmax|shape" $O/tm_time.log | head -20; cat $O/env.log
+cat $O/tests.log $O/stamps.log; grep -E "ds-softmax|deepseek-r1-softmax|shape" $O/tm_time.log | head -20; cat $O/env.log
