@@ -235,6 +235,14 @@ static double time_op(Case* c, int knob, int route, cudaStream_t s) {
 /* route (the knobs as the caller set them); the outputs to host (o: totals | ids |
  * weights bits | block ids | topk ids | topk weights bits, int32 words; n words) */
 static int g_sort_op; /* route_to_host runs moeroute_cuda_sort on the case's top-k instead */
+/* Words of route_to_host's copy of a case's outputs: the totals, the CK layout and the top-k. */
+static size_t host_words(const Case* c) {
+  moeroute_sizes z;
+  memset(&z, 0, sizeof z);
+  moeroute_get_sizes(&c->p, &z);
+  return 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+}
+
 static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
   moeroute_sizes z;
   memset(&z, 0, sizeof z);
@@ -308,10 +316,7 @@ static int route_ab(const Shape* sh, int ns, int max_n, void (*set)(int), const 
       for (int kind = 0; kind < 3 && TS[ti] * sh[si].k <= max_n; ++kind) {
         Case c;
         make_case(&c, &sh[si], TS[ti], kind);
-        moeroute_sizes z;
-        memset(&z, 0, sizeof z);
-        moeroute_get_sizes(&c.p, &z);
-        const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+        const size_t cap = host_words(&c);
         int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
         set(1);
         const size_t na = route_to_host(&c, a, s);
@@ -400,10 +405,7 @@ static int sort_ab(void) {
           Case c;
           make_case(&c, all[si], TS[ti], kind);
           mr_cuda_tune.no_tiny = 1;
-          moeroute_sizes z;
-          memset(&z, 0, sizeof z);
-          moeroute_get_sizes(&c.p, &z);
-          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+          const size_t cap = host_words(&c);
           int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
           if (what > 0) { /* the top-k from one default route, then the sort alone */
             g_sort_op = 0;
@@ -489,10 +491,7 @@ static int spread(void) {
           if (what == 0 && !pk) continue;
           Case c;
           make_case(&c, all[si], TS[ti], kind);
-          moeroute_sizes z;
-          memset(&z, 0, sizeof z);
-          moeroute_get_sizes(&c.p, &z);
-          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+          const size_t cap = host_words(&c);
           int32_t *ref = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
           if (what > 0) {
             set_sp(0, 0, 1);
@@ -599,10 +598,7 @@ static int tm_ab(void) {
           for (int what = 0; what < 3; ++what) { /* route as the pair, sort, sort of corrupted ids */
             Case c;
             make_case(&c, all[si], TS[ti], kind);
-            moeroute_sizes z;
-            memset(&z, 0, sizeof z);
-            moeroute_get_sizes(&c.p, &z);
-            const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+            const size_t cap = host_words(&c);
             int32_t *ref = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
             mr_cuda_tune.no_tiny = 1;
             if (what > 0) {
@@ -715,10 +711,7 @@ static int ctm_ab(void) {
           for (int what = 0; what < 3; ++what) { /* route, sort, sort of corrupted ids */
             Case c;
             make_case(&c, all[si], TS[ti], kind);
-            moeroute_sizes z;
-            memset(&z, 0, sizeof z);
-            moeroute_get_sizes(&c.p, &z);
-            const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+            const size_t cap = host_words(&c);
             int32_t *ref = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
             g_sort_op = 0;
             if (what > 0) {
@@ -909,10 +902,7 @@ static long t16_check(const int* TS, int nt, int q0, int q1, int nv, void (*set)
           if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || (TS[ti] != q0 && TS[ti] != q1)))) continue;
           Case c;
           make_case(&c, &PK[si], TS[ti], kind);
-          moeroute_sizes z;
-          memset(&z, 0, sizeof z);
-          moeroute_get_sizes(&c.p, &z);
-          const size_t cap = 2 + 2 * (size_t)z.ck_sorted_len + (size_t)z.ck_blocks_len + 2 * (size_t)z.topk_len;
+          const size_t cap = host_words(&c);
           int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
           set_t16(1);
           const size_t na = route_to_host(&c, a, s);

@@ -8,7 +8,7 @@
  *       token row, the row math of gate.cuh; or, for the rows the gate kernel
  *       segments, mr_large_seg_gate_kernel: a segment of lanes per row, v13);
  *       sort: rank (mr_large_count_kernel).
- *       Tokens are cut into S = 8G slices (16G for the lab's wide L1 by segments;
+ *       Tokens are cut into S = 8G slices (16G for the wide L1 by segments;
  *       balanced split, in whole steps of row_unit tokens for the segmented L1:
  *       mr_l_slice_t); warp w of CTA c
  *       takes slice c*8 + w in token order and keeps a per-warp counter per
@@ -92,7 +92,7 @@ typedef struct mr_large_args {
   int32_t num_experts;
   int32_t top_k;
   uint32_t chunks;   /* G: L1 CTAs = L3 routing CTAs */
-  uint32_t slices;   /* G * MR_LW (G * 2 MR_LW after the lab's wide L1 by segments) */
+  uint32_t slices;   /* G * MR_LW (G * 2 MR_LW after the wide L1 by segments) */
   uint32_t row_unit; /* slice bounds are multiples of this many tokens (1; the segmented L1: the rows
                         a warp gates at once), so that every step of a slice's warp is whole */
   uint32_t* counts;  /* [E][G]: chunk counts (L1), exclusive prefix over chunks (L2) */
@@ -429,8 +429,8 @@ __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const
   __syncthreads(); /* every warp's counters final */
   mr_large_publish_t<NW, NW * 32>(&La, mr_l1s_smem, blockIdx.x);
 }
-/* 8 warps per CTA (the default) at up to 3 CTAs per SM (80 registers), and the lab's wide
- * form: 16 warps per CTA, one CTA per SM, capped at the same 80 registers so that L2's and
+/* 8 warps per CTA at up to 3 CTAs per SM (80 registers), and the wide form (mr_l_seg_wide,
+ * design.md 32): 16 warps per CTA, one CTA per SM, capped at the same 80 registers so that L2's and
  * L3's early CTAs still fit beside it (lab call 40: at 128 registers they did not) */
 template <int DT, int EPS, int LPR, int L>
 __global__ void __launch_bounds__(MR_LT, 3)
