@@ -23,6 +23,10 @@
  *    the pair, T = 2 .. 16 (mr_cuda_tune.tiny_threads).
  * --tiny-op (session 15): the one-pass route's presence words in registers against the
  *    shuffle form (mr_cuda_tune.tiny_op_regs), checked, and timed with stage probes.
+ * --tcl (session 16, perf-log v15): tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8 CTAs
+ *    that split the rows (mr_cuda_tune.tiny_cluster), 16-bit softmax rows and the wide gate rows,
+ *    T = 2 .. 32, against the default route bit for bit (U = 32 and 16, three input kinds), then
+ *    timed (kernel metric, route, moe_buf cleared). --no-time [--quick]: the check alone.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
@@ -1020,6 +1024,92 @@ static int tiny_op(void) {
   return bad ? 1 : 0;
 }
 
+/* --tcl (session 16, perf-log v15): the cluster form of tiny.cu's one-pass route
+ * (mr_cuda_tune.tiny_cluster = C). Where it applies (the library's rule mr_tiny_cluster_size,
+ * restated: 2 <= T <= 32, U >= T, T*k <= 128, at most 8 rows per CTA for 16-bit softmax rows
+ * and 2 for the wide rows; every shape of SH and PK qualifies by kind and E): each C against
+ * the default route, bit for bit; where it does not, the case is skipped (the knob would fall
+ * back to the default path and the comparison would prove nothing). */
+static int tcl_applies(const Shape* sh, int wide, int T, int C) {
+  const int rows = (T + C - 1) / C;
+  return T >= 2 && T <= 32 && g_unit >= T && T * sh->k <= 128 && rows <= (wide ? 2 : 8);
+}
+
+static int tcl(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {2, 3, 4, 6, 8, 9, 12, 16, 24, 32};
+  static const int CS[] = {1, 2, 4, 8};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  const Shape* all[NSH + NPK];
+  const int ns = all_shapes(all);
+  long checks = 0, bad = 0;
+  for (int ui = 0; ui < 2; ++ui) {
+    g_unit = ui ? 16 : 32;
+    for (int si = 0; si < ns; ++si)
+      for (int ti = 0; ti < nt; ++ti)
+        for (int kind = 0; kind < (g_tm_quick ? 1 : 3); ++kind) {
+          const int T = TS[ti], wide = si < NSH;
+          if (!tcl_applies(all[si], wide, T, 8) || (g_tm_quick && (ui || (T != 3 && T != 16)))) continue;
+          Case c;
+          make_case(&c, all[si], T, kind);
+          const size_t cap = host_words(&c);
+          int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+          mr_cuda_tune.tiny_cluster = 0;
+          const size_t na = route_to_host(&c, a, s);
+          for (int ci = 0; ci < 4; ++ci) {
+            if (!tcl_applies(all[si], wide, T, CS[ci])) continue;
+            mr_cuda_tune.tiny_cluster = CS[ci];
+            const size_t nb = route_to_host(&c, b, s);
+            mr_cuda_tune.tiny_cluster = 0;
+            checks++;
+            if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d cluster C=%d", all[si]->name, T, g_unit, kind, CS[ci]))
+              bad++;
+          }
+          free(a);
+          free(b);
+          free_case(&c);
+        }
+  }
+  g_unit = 32;
+  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8 CTAs against the "
+         "default route, bits)\n", checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the default route (auto) | the cluster form, C = 1 | 2 | "
+         "4 | 8 ('-': the form does not apply)\n");
+  printf("%-18s %3s %7s || %7s %7s %7s %7s\n", "shape", "T", "auto", "C1", "C2", "C4", "C8");
+  for (int si = 0; si < ns; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      const int T = TS[ti], wide = si < NSH;
+      if (!tcl_applies(all[si], wide, T, 8)) continue;
+      Case c;
+      make_case(&c, all[si], T, 0);
+      double r[5];
+      for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
+        for (int v = 0; v < 5; ++v) {
+          if (v > 0 && !tcl_applies(all[si], wide, T, CS[v - 1])) {
+            r[v] = -1.0;
+            continue;
+          }
+          mr_cuda_tune.tiny_cluster = v == 0 ? 0 : CS[v - 1];
+          const double x = time_op(&c, 0, 1, s);
+          if (rep == 0 || x < r[v]) r[v] = x;
+        }
+      mr_cuda_tune.tiny_cluster = 0;
+      printf("%-18s %3d %7.2f ||", all[si]->name, T, r[0]);
+      for (int v = 1; v < 5; ++v)
+        if (r[v] < 0.0)
+          printf(" %7s", "-");
+        else
+          printf(" %7.2f", r[v]);
+      printf("\n");
+      fflush(stdout);
+      free_case(&c);
+    }
+  CK(cudaStreamDestroy(s));
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
@@ -1031,6 +1121,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tsort")) return sort_ab();
   if (argc > 1 && !strcmp(argv[1], "--tiny16")) return tiny16();
   if (argc > 1 && !strcmp(argv[1], "--tiny-op")) return tiny_op();
+  if (argc > 1 && !strcmp(argv[1], "--tcl")) return tcl();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

@@ -364,6 +364,11 @@ typedef struct mr_cuda_tuning {
   int tiny_probe;        /* lab timing probe, WRONG outputs (tiny.cu mr_tiny_k.probe, the one-pass route): 0 = off */
   int tiny_op_regs;      /* the one-pass route's presence words in registers, no shuffles (E <= 512, v14): 0 = auto
                             (E <= 256), 1 = on, -1 = off */
+  int tiny_cluster;      /* tiny.cu's one-pass route by a cluster of C CTAs that split the rows (CTA r gates rows
+                            r, r + C, ...) and send each entry to every CTA (st.async on the receiver's mbarrier),
+                            for 16-bit softmax rows and the wide gate rows (sigmoid / sqrt_softplus) at
+                            2 <= T <= 32, U >= T, T*k <= 128 (v15, lab): 0 = off (no auto rule yet), 1 / 2 / 4 / 8 =
+                            that C wherever it fits (ignored under MOEROUTE_CUDA_NO_CLUSTER) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -100,6 +100,10 @@ typedef struct mr_tiny_k {
                              layout twice, the same code (right outputs: the second pass rewrites the same) */
   uint32_t op_regs;       /* the one-pass route's presence words in registers (mr_tiny_onepass NWD; knob
                              tiny_op_regs): E <= 512 */
+  uint32_t cl;            /* the cluster form (v15, knob tiny_cluster): the 2^ctas_log2 routing CTAs are one
+                             cluster; CTA r gates rows r + C*j (C = 2^ctas_log2) and sends each entry to every
+                             CTA's entry table (st.async, completing on the receiver's mbarrier) */
+  uint32_t mbar_off;      /* its mbarrier's word offset (even) */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -513,32 +517,46 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
     mr_tiny_sort_generic(o, tk, sm, flag + 1u, has_mask);
 }
 
+/* The cluster form (v15, tk.cl): entry i's expert id and weight bits into slot i of the
+ * entry table of every routing CTA of the cluster, each store completing 8 bytes of
+ * transactions on the receiving CTA's mbarrier (which expects 8 * n bytes). */
+__device__ __forceinline__ void mr_tiny_send(const mr_tiny_k& tk, uint32_t* sm, uint32_t i, uint32_t id, uint32_t wb) {
+  const uint32_t la = mr_smem_addr(sm + tk.ent_off + 2u * i), bar = mr_smem_addr(sm + tk.mbar_off);
+#pragma unroll 1
+  for (uint32_t q = 0; q < (1u << tk.ctas_log2); ++q) mr_st_async_v2(mr_mapa(la, q), id, wb, mr_mapa(bar, q));
+}
+
 /* Step 1 of the wide form: group q (warps 4q .. 4q+3) gates rows q, q + ng, ...
  * with mr_gate_wide_row (its scratch after tk.scratch_off); warp 4q's lanes
  * l < k store the entries, and keep them in *id0 / *w0 (the last row's).
  * Barriers: with one group (T = 1, the default) the CTA barrier, the idle warps
- * taking part; with two (lab knob tiny_wide > 1) named barriers 1 and 2. */
-template <int DT, int EPL, int KIND>
+ * taking part; with two (lab knob tiny_wide > 1) named barriers 1 and 2.
+ * CL (the cluster form, v15): routing CTA r's group q gates rows r + C*q, r + C*(q + ng), ...
+ * (C = 2^ctas_log2) and sends its entries to every CTA (mr_tiny_send) after the cluster
+ * barrier's wait (*waited). */
+template <int DT, int EPL, int KIND, bool CL = false>
 __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_tiny_k& tk, uint32_t* sm,
                                                   int32_t* topk_ids, float* topk_weights, int32_t* id0,
-                                                  float* w0) {
+                                                  float* w0, bool* waited) {
   constexpr bool GR = KIND == MR_KIND_GROUPED;
   const uint32_t lane = threadIdx.x & 31u, grp = threadIdx.x >> 7;
   const int ng = tk.gate_warps, k = g.top_k;
   const uint32_t bar_id = ng == 1 ? 0u : 1u + grp, bar_threads = ng == 1 ? MR_TINY_THREADS : MR_WIDE_THREADS;
-  /* idle group: match the row's CTA barriers. ng == 1 only when T == 1 (mr_tiny_plan:
-   * gate_warps = min(T, 2)), so one row; MR_WIDE_ROW_BARS must count every barrier of
-   * mr_gate_wide_row, or the CTA hangs. */
+  const int64_t T = g.num_tokens;
+  const int64_t r0 = CL ? (int64_t)blockIdx.x : 0, C = CL ? (int64_t)1 << tk.ctas_log2 : 1;
+  /* idle group: match the row's CTA barriers. ng == 1 only when group 0 gates one row
+   * (T == 1, mr_tiny_plan: gate_warps = min(T, 2); in the cluster form T <= C, the CTA's row
+   * r0 if r0 < T); MR_WIDE_ROW_BARS must count every barrier of mr_gate_wide_row, or the CTA
+   * hangs. */
   if ((int)grp >= ng) {
-    if (ng == 1)
+    if (ng == 1 && r0 < T)
       for (int b = 0; b < MR_WIDE_ROW_BARS(GR); ++b) mr_wide_bar(0u, MR_TINY_THREADS); /* as group 0's form */
     return;
   }
   mr_wide_smem<EPL>& ws = ((mr_wide_smem<EPL>*)(sm + tk.scratch_off))[grp];
-  const int64_t T = g.num_tokens;
 #pragma unroll 1
-  for (int64_t t = grp; t < T; t += ng) {
-    if (t >= ng) mr_wide_bar(bar_id, bar_threads); /* the previous row's readers of ws are done */
+  for (int64_t t = r0 + C * grp; t < T; t += C * ng) {
+    if (t >= r0 + C * ng) mr_wide_bar(bar_id, bar_threads); /* the previous row's readers of ws are done */
     const unsigned char* row = g.logits + t * g.row_bytes;
     int32_t id;
     float w;
@@ -549,10 +567,18 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
       out = mr_gate_wide_row<DT, EPL, GR, 8>(g, row, ws, bar_id, bar_threads, &id, &w);
     else
       out = mr_gate_wide_row<DT, EPL, GR, 16>(g, row, ws, bar_id, bar_threads, &id, &w);
+    if (CL && out && !*waited) { /* warp 0 of the group: every CTA's mbarrier is initialised */
+      mr_cluster_wait();
+      *waited = true;
+    }
     if (out && (int)lane < k) {
       const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
-      sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
-      sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+      if constexpr (CL) {
+        mr_tiny_send(tk, sm, i, (uint32_t)id, __float_as_uint(w));
+      } else {
+        sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
+        sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+      }
       if (topk_ids) topk_ids[i] = id;
       if (topk_weights) topk_weights[i] = w;
       *id0 = id;
@@ -563,36 +589,62 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
 
 /* WIDE: the wide form (step 1); ONEPASS: mr_tiny_onepass instead of steps 2-3 (a
  * separate instantiation, so the default kernels carry none of its code); NT: the
- * CTA's threads, 512 (16 gating warps, a row each at 9 <= T <= 16) only with ONEPASS. */
-template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS>
+ * CTA's threads, 512 (16 gating warps, a row each at 9 <= T <= 16) only with ONEPASS.
+ * CL: the cluster form (v15, tk.cl; ONEPASS, 256 threads, the rows split over the
+ * routing CTAs, which are one cluster, blocks 0 .. C-1):
+ *   0. before the PDL wait: the tables zeroed, the mbarrier set to expect 8 * n bytes,
+ *      a CTA barrier, a relaxed cluster arrive (the mbarrier's init fenced to the cluster);
+ *   1. CTA r gates rows r + C*j; before its first send a gating warp waits on the cluster
+ *      barrier (every CTA's mbarrier is set up), then lane l < k sends entry t*k + l to
+ *      every CTA (mr_tiny_send) and writes the top-k (each CTA its own rows);
+ *   2. every thread waits on its own mbarrier (all n entries landed), then on the
+ *      cluster barrier if it has not yet (every arrive gets its wait); thread i < n
+ *      sets entry i's presence and token bits; the CTA barrier; mr_tiny_onepass, each
+ *      CTA its blocks b % C == r (as with ctas_log2 without the cluster).
+ * Why (perf-log v15): at 9 <= T <= 16 one SM's gating is issue-bound (~0.4 us per
+ * extra warp per scheduler); here an SM gates ceil(T / C) rows. */
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false>
 __global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
-  static_assert(NT == MR_TINY_THREADS || (ONEPASS && !WIDE), "512 threads: the one-pass finish only");
+  static_assert(NT == MR_TINY_THREADS || (ONEPASS && !WIDE && !CL), "512 threads: the one-pass finish only");
+  static_assert(!CL || ONEPASS, "the cluster form finishes in one pass");
+  static_assert(!(WIDE && ONEPASS) || CL, "the wide rows finish in one pass in the cluster form only");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
-  /* ONEPASS: 2^ctas_log2 CTAs gate every row alike and split the layout's writes */
+  /* ONEPASS: 2^ctas_log2 CTAs gate every row alike (CL: their share) and split the layout's writes */
   const uint32_t ctas = ONEPASS ? 1u << tk.ctas_log2 : 1u;
   if constexpr (ONEPASS) { /* its tables zeroed before any gating warp sets a bit: shared memory
                               only, so before the wait, under the previous kernel's tail */
     if (blockIdx.x < ctas) {
       for (uint32_t w = threadIdx.x; w < 32u + tk.E; w += NT) sm[tk.op_off + w] = 0u;
+      if constexpr (CL)
+        if (threadIdx.x == NT - 1u) {
+          const uint32_t bar = mr_smem_addr(sm + tk.mbar_off);
+          mr_mbar_init(bar, 1u);
+          mr_mbar_arrive_expect_tx(bar, 8u * tk.n);
+          mr_fence_mbar_init();
+        }
       __syncthreads();
+      if constexpr (CL) mr_cluster_arrive_relaxed(); /* the others: after their wait, our mbarrier is set up */
     }
   }
   mr_pdl_enter();
-  if (blockIdx.x >= ctas) { /* clear-only CTAs */
+  if (blockIdx.x >= ctas) { /* clear-only CTAs (CL: whole clusters of them, no cluster barrier) */
     mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - ctas) * blockDim.x + threadIdx.x,
                    (size_t)(gridDim.x - ctas) * blockDim.x);
     return;
   }
-  if (ONEPASS && blockIdx.x > 0) { /* the top-k by CTA 0 alone */
+  if (ONEPASS && !CL && blockIdx.x > 0) { /* the top-k by CTA 0 alone */
     topk_ids = NULL;
     topk_weights = NULL;
   }
   MR_STAMP(0);
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
+  /* CL: this CTA's rows are rank + C*j */
+  const uint32_t rank = CL ? blockIdx.x : 0u, C = CL ? ctas : 1u;
+  bool waited = false; /* CL: this thread has waited on the cluster barrier */
   const int gw = tk.gate_warps;
   const bool has_mask = o.expert_mask != NULL;
   /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
@@ -607,14 +659,14 @@ __global__ void __launch_bounds__(NT, 1)
   float w0 = 0.0f;
   if constexpr (WIDE) {
     if (warp == mask_warp && mask_warp != 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
-    mr_tiny_gate_wide<DT, EPL, KIND>(g, tk, sm, topk_ids, topk_weights, &id0, &w0);
+    mr_tiny_gate_wide<DT, EPL, KIND, CL>(g, tk, sm, topk_ids, topk_weights, &id0, &w0, &waited);
   } else {
     constexpr int W = MR_ESZ(DT);
     const int k = g.top_k;
     const int64_t T = g.num_tokens;
     /* rows are loaded first */
     uint32_t raw[EPL], braw[EPL];
-    const int64_t t0 = (int)warp < gw ? (int64_t)warp : T;
+    const int64_t t0 = (int)warp < gw ? (int64_t)rank + (int64_t)C * warp : T;
     const bool has_row = t0 < T;
     const unsigned char* row0 = g.logits + (has_row ? t0 : 0) * g.row_bytes;
     const uint32_t ninf = mr_raw_neg_inf<DT>(g.f16 != 0);
@@ -626,7 +678,7 @@ __global__ void __launch_bounds__(NT, 1)
     if (has_row) {
       float* gbuf = (float*)(sm + tk.scratch_off + warp * tk.scratch_words);
       unsigned char* gsel = (unsigned char*)(gbuf + tk.E);
-      const int64_t step = gw;
+      const int64_t step = (int64_t)C * gw;
 #pragma unroll 1
       for (int64_t t = t0; t < T; t += step) {
         const unsigned char* row = g.logits + t * g.row_bytes;
@@ -634,13 +686,21 @@ __global__ void __launch_bounds__(NT, 1)
         int32_t id;
         float w;
         mr_gate_row<DT, EPL, KIND>(g, lane, raw, braw, row, true, gbuf, gsel, &id, &w);
+        if (CL && !waited) { /* the whole warp: every CTA's mbarrier is set up */
+          mr_cluster_wait();
+          waited = true;
+        }
         if ((int)lane < k) {
           const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
-          sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
-          sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+          if constexpr (CL) {
+            mr_tiny_send(tk, sm, i, (uint32_t)id, __float_as_uint(w));
+          } else {
+            sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
+            sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+          }
           if (topk_ids) topk_ids[i] = id;
           if (topk_weights) topk_weights[i] = w;
-          if (ONEPASS && tk.probe != 1u) { /* the tables (every probe but 1 needs them) */
+          if (ONEPASS && !CL && tk.probe != 1u) { /* the tables (every probe but 1 needs them) */
             atomicOr(sm + tk.op_off + (uint32_t)id / 32u, 1u << ((uint32_t)id & 31u));
             atomicOr(sm + tk.op_off + 32u + (uint32_t)id, 1u << (uint32_t)t);
           }
@@ -651,6 +711,17 @@ __global__ void __launch_bounds__(NT, 1)
     }
   }
   MR_STAMP(2);
+  if constexpr (CL) { /* every entry landed here; then the tables from the entry table */
+    const uint32_t bar = mr_smem_addr(sm + tk.mbar_off);
+    while (!mr_mbar_try_wait(bar, 0u)) {
+    }
+    if (!waited) mr_cluster_wait();
+    if (tid < tk.n) {
+      const uint32_t e = sm[tk.ent_off + 2u * tid], t = (tid * tk.kmagic) >> 20;
+      atomicOr(sm + tk.op_off + e / 32u, 1u << (e & 31u));
+      atomicOr(sm + tk.op_off + 32u + e, 1u << t);
+    }
+  }
   if (ONEPASS && tk.probe == 1u) return; /* lab probe: gating alone (uniform over the CTA) */
   if (solo) {
     if (warp == 0) mr_tiny_solo_sort(o, tk, lane, id0, w0);
@@ -841,6 +912,22 @@ static uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
   return cfg->num_tokens * cfg->top_k <= 32 ? 2u : 3u;
 }
 
+/* The cluster form's C (v15, knob tiny_cluster; 0 = not taken): 16-bit softmax rows (a warp
+ * per row, at most 8 rows per CTA) or the wide gate rows (a group of four warps per row, at
+ * most 2 rows per CTA), 2 <= T <= 32, U >= T (the one-pass finish), T*k <= MR_TINY_MAX_N.
+ * A lab knob: no automatic rule until a device run has timed it. */
+static int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args* a) {
+  const int knob = mr_cuda_tune.tiny_cluster;
+  const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
+  if (knob <= 0 || mr_cuda_no_cluster() || T < 2 || T > 32 || cfg->unit_size < T || n > (int64_t)MR_TINY_MAX_N ||
+      cfg->num_experts > MR_TINY_MAX_E)
+    return 0;
+  const int C = knob >= 8 ? 8 : knob >= 4 ? 4 : knob >= 2 ? 2 : 1;
+  const int64_t rows = (T + C - 1) / C; /* per CTA */
+  if (mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED) return rows <= MR_TINY_WARPS ? C : 0;
+  return mr_tiny_wide_kind(cfg, a) && rows <= MR_TINY_WARPS / MR_WIDE_WARPS ? C : 0;
+}
+
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
 static void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
   memset(K, 0, sizeof *K);
@@ -860,11 +947,28 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
   if (mr_cuda_tune.no_tiny) return 0;
   const int wide = mr_tiny_wide_kind(cfg, a);
   const int64_t n = cfg->num_tokens * cfg->top_k;
+  const int cl = mr_tiny_cluster_size(cfg, a);
   /* what fits; when it pays is mr_cuda_tiny_takes' business */
   const int64_t max_n = mr_cuda_tune.tiny_max_n > 0 ? mr_cuda_tune.tiny_max_n : (int64_t)MR_TINY_MAX_N;
-  if (cfg->num_tokens < 1 || (!wide && n > max_n) || n > (int64_t)MR_TINY_MAX_N || cfg->num_experts > MR_TINY_MAX_E)
+  if (cfg->num_tokens < 1 || (!wide && !cl && n > max_n) || n > (int64_t)MR_TINY_MAX_N ||
+      cfg->num_experts > MR_TINY_MAX_E)
     return 0;
   mr_tiny_k_init(cfg, K);
+  if (cl) { /* the cluster form: no sort tables (the one-pass finish), the rows split over C CTAs */
+    K->cl = 1u;
+    K->onepass = 1u;
+    K->ctas_log2 = cl >= 8 ? 3u : cl >= 4 ? 2u : cl >= 2 ? 1u : 0u;
+    K->op_regs = mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
+    K->gate_warps = (int32_t)((cfg->num_tokens + cl - 1) / cl); /* rows per CTA: warps, or groups of four */
+    K->scratch_off = MR_TINY_TBL;
+    K->scratch_words = wide ? mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts)) : 0u;
+    K->op_off = (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words + 3u) & ~3u;
+    K->mbar_off = (K->op_off + 32u + K->E + 1u) & ~1u;
+    const uint32_t words = K->mbar_off + 2u;
+    if (words > MR_TINY_SMEM_BYTES / 4u) return 0;
+    *smem = (size_t)words * 4u;
+    return 1;
+  }
   K->scratch_off = (MR_TINY_TBL + (K->n > 32u ? K->E * K->nw : 0u) + 3u) & ~3u;
   if (K->scratch_off > MR_TINY_SMEM_BYTES / 4u) return 0;
   if (wide) { /* a group of four warps per row, two groups */
@@ -905,6 +1009,7 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
   mr_tiny_k K;
   size_t smem;
   const int64_t n = cfg->num_tokens * cfg->top_k;
+  if (mr_tiny_cluster_size(cfg, a)) return mr_tiny_plan(cfg, a, &K, &smem); /* lab knob tiny_cluster */
   if (mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) {
     if (!mr_tiny_wide_kind(cfg, a)) return 0;
     const int knob = mr_cuda_tune.tiny_wide;
@@ -937,18 +1042,29 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
   return mr_tiny_plan(cfg, a, &K, &smem);
 }
 
-template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS>
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
   if (WIDE && KIND == MR_KIND_GROUPED) g.group_reg_lanes = g.group_size / (EPL / MR_WIDE_WARPS); /* as gate.cu */
-  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)NT);
+  int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)NT);
   const unsigned ctas = ONEPASS ? 1u << K->ctas_log2 : 1u;
+  if (CL) clear = (clear + (int)ctas - 1) / (int)ctas * (int)ctas; /* the grid is whole clusters */
   cudaLaunchConfig_t lc = mr_launch_config(ctas + (unsigned)clear, NT, smem, stream);
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
   unsigned na = 0;
+  if (CL) { /* a cluster launch also for C = 1: DSMEM addressing and the cluster barrier as defined */
+    memset(attr, 0, sizeof attr[0]);
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = ctas;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    lc.attrs = attr;
+    lc.numAttrs = 1;
+    na = 1;
+  }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT>, g, *o, *K, topk_ids,
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL>, g, *o, *K, topk_ids,
                             topk_weights));
   return cudaSuccess;
 }
@@ -960,6 +1076,9 @@ template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                        int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32) {
+    if (K->cl) /* the cluster form (lab knob tiny_cluster) */
+      return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, true>(g, o, K, smem, topk_ids, topk_weights,
+                                                                               stream);
     if constexpr (EPL <= 16) /* E <= 512 (mr_tiny_cta16); mr_tiny_plan gives 512 threads with the one-pass finish only */
       if (K->threads == MR_TINY_THREADS16)
         return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16>(g, o, K, smem, topk_ids, topk_weights,
@@ -967,9 +1086,13 @@ static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o,
     return K->onepass ? mr_launch_tiny_t<DT, EPL, KIND, false, true>(g, o, K, smem, topk_ids, topk_weights, stream)
                       : mr_launch_tiny_t<DT, EPL, KIND, false, false>(g, o, K, smem, topk_ids, topk_weights, stream);
   }
-  else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8)
+  else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8) {
+    if (K->cl) /* the cluster form (lab knob tiny_cluster) */
+      return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, true, MR_TINY_THREADS, true>(
+          g, o, K, smem, topk_ids, topk_weights, stream);
     return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, false>(g, o, K, smem, topk_ids, topk_weights,
                                                                           stream);
+  }
   else
     return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */
 }

@@ -1,0 +1,30 @@
+#!/bin/bash
+# Lab device call 48 (prepared in session 16, which had no device): lab call 47's content (test_cuda's
+# thresholds group, stamp_lab's markers inside the one-pass layout, wide_lab --tmsort --time-only for the
+# T = 128 anomaly) plus the first GPU run of the cluster form of tiny.cu's one-pass route (lab knob
+# tiny_cluster, perf-log v15): wide_lab --tcl --no-time --quick under compute-sanitizer memcheck and
+# synccheck (racecheck does not take clusters), then wide_lab --tcl (every C against the default route
+# bit for bit, U = 32 and 16, three input kinds; then timed), then cuda_check 600 (tiny_cluster drawn
+# among the other knobs, against the CPU backend). Every step under a timeout: a hang in the new
+# kernel costs its step, not the call. ~330 s.
+set -u
+export PATH=$PATH:/usr/local/cuda/bin
+O=${OUT:-/tmp/lab48}; mkdir -p $O; T0=$SECONDS
+B=/tmp/bn
+{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "commit ${COMMIT:-?}"; date -u; } > $O/env.log
+( cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $O/build.log 2>&1 && cmake --build $B -j16 >> $O/build.log 2>&1 ) || { tail -30 $O/build.log; exit 1; }
+nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/stamp_lab.cu $B/libmoeroute.a -o $B/stamp_lab >> $O/build.log 2>&1 &
+nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1 &
+nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/build.log 2>&1 &
+wait
+echo "build $((SECONDS-T0)) s" >> $O/env.log
+( timeout ${SAN_S:-60} compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4;
+  timeout ${SAN_S:-60} compute-sanitizer --tool synccheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4 ) > $O/tcl_san.log 2>&1
+( timeout ${TCL_S:-100} $B/wide_lab --tcl ) > $O/tcl.log 2>&1
+( timeout ${CHECK_S:-60} $B/cuda_check --configs 600 --no-time 2>&1 | tail -4 ) > $O/cuda_check.log 2>&1
+( timeout ${TEST_S:-60} $B/tests/gpu/test_cuda --group thresholds 2>&1 | tail -3 ) > $O/tests.log 2>&1  # session 15's new pairs
+( timeout ${STAMP_S:-40} $B/stamp_lab ) > $O/stamps.log 2>&1
+( timeout ${TM_S:-60} $B/wide_lab --tmsort --time-only ) > $O/tm_time.log 2>&1
+echo "total $((SECONDS-T0)) s" >> $O/env.log
+cat $O/tcl_san.log; head -3 $O/tcl.log; grep -E "MISMATCH" $O/tcl.log | head -5; grep -E "^(ds-softmax|gpt-oss|deepseek-r1|kimi-k2) " $O/tcl.log | head -40
+cat $O/cuda_check.log $O/tests.log $O/stamps.log; grep -E "ds-softmax|deepseek-r1-softmax|shape" $O/tm_time.log | head -12; cat $O/env.log
