@@ -24,9 +24,10 @@
  * --tiny-op (session 15): the one-pass route's presence words in registers against the
  *    shuffle form (mr_cuda_tune.tiny_op_regs), checked, and timed with stage probes.
  * --tcl (session 16, perf-log v15): tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8 CTAs
- *    that split the rows (mr_cuda_tune.tiny_cluster), 16-bit softmax rows and the wide gate rows,
- *    T = 2 .. 32, against the default route bit for bit (U = 32 and 16, three input kinds), then
- *    timed (kernel metric, route, moe_buf cleared). --no-time [--quick]: the check alone.
+ *    that split the rows (mr_cuda_tune.tiny_cluster): 16-bit softmax rows, the wide gate rows, and
+ *    the fp32-key rows a warp per row (RW), T = 1 .. 32, against the default route bit for bit
+ *    (U = 32 and 16, three input kinds), then timed (kernel metric, route, moe_buf cleared).
+ *    --no-time [--quick]: the check alone.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
@@ -75,6 +76,8 @@ typedef struct {
   float scale;
   int hidden;
   moeroute_dtype dt;
+  int norenorm; /* 1: renormalize off (make_case sets it on otherwise) */
+  int gmax;     /* 1: group score = the group's max (else the top-2 sum) */
 } Shape;
 static const Shape SH[] = {
     {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32},
@@ -126,8 +129,9 @@ static void make_case(Case* c, const Shape* s, int T, int kind) {
   p->unit_size = g_unit;
   p->logits_dtype = s->dt;
   p->score = s->score;
-  p->renormalize = 1;
+  p->renormalize = !s->norenorm;
   p->scale = s->scale;
+  if (s->gmax) p->group_score = MOEROUTE_GROUP_SCORE_MAX;
   p->num_groups = s->G;
   p->topk_groups = s->tg;
   p->layouts = MOEROUTE_LAYOUT_CK;
@@ -1032,17 +1036,27 @@ static int tiny_op(void) {
  * back to the default path and the comparison would prove nothing). */
 static int tcl_applies(const Shape* sh, int wide, int T, int C) {
   const int rows = (T + C - 1) / C;
-  return T >= 2 && T <= 32 && g_unit >= T && T * sh->k <= 128 && rows <= (wide ? 2 : 8);
+  return T >= 1 && T <= 32 && g_unit >= T && T * sh->k <= 128 && rows <= (wide ? 2 : 8);
 }
+/* fp32-key rows that the wide form does not take (a warp per row in the cluster form too):
+ * softmax with groups, no renormalize (DeepSeek-V2), softmax with bias (ERNIE-4.5), sigmoid
+ * with E = 128 (Llama-4-Maverick) */
+static const Shape RW[] = {
+    {"deepseek-v2", 160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 8, 3, 16.0f, 5120, MOEROUTE_DTYPE_FP32, 1, 1},
+    {"ernie-4.5-21b", 64, 6, MOEROUTE_SCORE_SOFTMAX, 1, 1, 1, 1.0f, 2560, MOEROUTE_DTYPE_FP32, 0, 0},
+    {"llama4-maverick", 128, 1, MOEROUTE_SCORE_SIGMOID, 0, 1, 1, 1.0f, 5120, MOEROUTE_DTYPE_BF16, 1, 0},
+};
+#define NRW (int)(sizeof RW / sizeof RW[0])
 
 static int tcl(void) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  static const int TS[] = {2, 3, 4, 6, 8, 9, 12, 16, 24, 32};
+  static const int TS[] = {1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 32};
   static const int CS[] = {1, 2, 4, 8};
   const int nt = (int)(sizeof TS / sizeof TS[0]);
-  const Shape* all[NSH + NPK];
-  const int ns = all_shapes(all);
+  const Shape* all[NSH + NPK + NRW];
+  int ns = all_shapes(all);
+  for (int i = 0; i < NRW; ++i) all[ns++] = &RW[i];
   long checks = 0, bad = 0;
   for (int ui = 0; ui < 2; ++ui) {
     g_unit = ui ? 16 : 32;
@@ -1050,7 +1064,7 @@ static int tcl(void) {
       for (int ti = 0; ti < nt; ++ti)
         for (int kind = 0; kind < (g_tm_quick ? 1 : 3); ++kind) {
           const int T = TS[ti], wide = si < NSH;
-          if (!tcl_applies(all[si], wide, T, 8) || (g_tm_quick && (ui || (T != 3 && T != 16)))) continue;
+          if (!tcl_applies(all[si], wide, T, 8) || (g_tm_quick && (ui || (T != 1 && T != 3 && T != 16)))) continue;
           Case c;
           make_case(&c, all[si], T, kind);
           const size_t cap = host_words(&c);

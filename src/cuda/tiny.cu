@@ -912,20 +912,21 @@ static uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
   return cfg->num_tokens * cfg->top_k <= 32 ? 2u : 3u;
 }
 
-/* The cluster form's C (v15, knob tiny_cluster; 0 = not taken): 16-bit softmax rows (a warp
- * per row, at most 8 rows per CTA) or the wide gate rows (a group of four warps per row, at
- * most 2 rows per CTA), 2 <= T <= 32, U >= T (the one-pass finish), T*k <= MR_TINY_MAX_N.
- * A lab knob: no automatic rule until a device run has timed it. */
+/* The cluster form's C (v15, knob tiny_cluster; 0 = not taken): the wide gate rows (a group of
+ * four warps per row, at most 2 rows per CTA), or any other row kind by a warp per row (at most
+ * 8 rows per CTA: the 16-bit softmax rows, and the fp32-key rows the wide form does not take:
+ * softmax with bias or groups, fp32 softmax, E <= 128), 1 <= T <= 32, U >= T (the one-pass
+ * finish), T*k <= MR_TINY_MAX_N. A lab knob: no automatic rule until a device run has timed it. */
 static int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args* a) {
   const int knob = mr_cuda_tune.tiny_cluster;
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
-  if (knob <= 0 || mr_cuda_no_cluster() || T < 2 || T > 32 || cfg->unit_size < T || n > (int64_t)MR_TINY_MAX_N ||
+  if (knob <= 0 || mr_cuda_no_cluster() || T < 1 || T > 32 || cfg->unit_size < T || n > (int64_t)MR_TINY_MAX_N ||
       cfg->num_experts > MR_TINY_MAX_E)
     return 0;
   const int C = knob >= 8 ? 8 : knob >= 4 ? 4 : knob >= 2 ? 2 : 1;
   const int64_t rows = (T + C - 1) / C; /* per CTA */
-  if (mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED) return rows <= MR_TINY_WARPS ? C : 0;
-  return mr_tiny_wide_kind(cfg, a) && rows <= MR_TINY_WARPS / MR_WIDE_WARPS ? C : 0;
+  if (mr_tiny_wide_kind(cfg, a)) return rows <= MR_TINY_WARPS / MR_WIDE_WARPS ? C : 0;
+  return rows <= MR_TINY_WARPS ? C : 0;
 }
 
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
@@ -961,7 +962,8 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
     K->op_regs = mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
     K->gate_warps = (int32_t)((cfg->num_tokens + cl - 1) / cl); /* rows per CTA: warps, or groups of four */
     K->scratch_off = MR_TINY_TBL;
-    K->scratch_words = wide ? mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts)) : 0u;
+    /* per gating group (wide) or warp (grouped selection a warp per row: gate.cuh's gbuf, 16-byte aligned) */
+    K->scratch_words = wide ? mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts)) : mr_gate_scratch_words(a);
     K->op_off = (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words + 3u) & ~3u;
     K->mbar_off = (K->op_off + 32u + K->E + 1u) & ~1u;
     const uint32_t words = K->mbar_off + 2u;
@@ -1074,7 +1076,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
  * and 32-bit or 16-bit logits (fp16 folds into bf16's instantiation, as in gate.cu). */
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
-                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+                                       int wide, int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32) {
     if (K->cl) /* the cluster form (lab knob tiny_cluster) */
       return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, true>(g, o, K, smem, topk_ids, topk_weights,
@@ -1086,12 +1088,18 @@ static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o,
     return K->onepass ? mr_launch_tiny_t<DT, EPL, KIND, false, true>(g, o, K, smem, topk_ids, topk_weights, stream)
                       : mr_launch_tiny_t<DT, EPL, KIND, false, false>(g, o, K, smem, topk_ids, topk_weights, stream);
   }
-  else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8) {
-    if (K->cl) /* the cluster form (lab knob tiny_cluster) */
-      return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, true, MR_TINY_THREADS, true>(
+  else if constexpr (KIND != MR_KIND_PACKED) {
+    if (K->cl && !wide) /* the cluster form, fp32-key rows a warp per row (lab knob tiny_cluster) */
+      return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, false, true, MR_TINY_THREADS, true>(
           g, o, K, smem, topk_ids, topk_weights, stream);
-    return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, false>(g, o, K, smem, topk_ids, topk_weights,
-                                                                          stream);
+    if constexpr (EPL >= 8) {
+      if (K->cl) /* the cluster form (lab knob tiny_cluster) */
+        return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, true, MR_TINY_THREADS, true>(
+            g, o, K, smem, topk_ids, topk_weights, stream);
+      return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, false>(g, o, K, smem, topk_ids, topk_weights,
+                                                                            stream);
+    }
+    return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */
   }
   else
     return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */
@@ -1110,11 +1118,11 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
 #define MR_TINY_CASE(DT, EPL)                                                                                   \
   if (cfg->dtype == DT && epl == EPL) {                                                                         \
     if (kind == MR_KIND_PACKED)                                                                                 \
-      return mr_launch_tiny_kind<DT, EPL, MR_KIND_PACKED>(&g, o, &K, smem, topk_ids, topk_weights, stream);     \
-    if (!wide) return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */                     \
+      return mr_launch_tiny_kind<DT, EPL, MR_KIND_PACKED>(&g, o, &K, smem, wide, topk_ids, topk_weights, stream); \
+    if (!wide && !K.cl) return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_tiny_takes */            \
     if (kind == MR_KIND_GROUPED)                                                                                \
-      return mr_launch_tiny_kind<DT, EPL, MR_KIND_GROUPED>(&g, o, &K, smem, topk_ids, topk_weights, stream);    \
-    return mr_launch_tiny_kind<DT, EPL, MR_KIND_FULL>(&g, o, &K, smem, topk_ids, topk_weights, stream);         \
+      return mr_launch_tiny_kind<DT, EPL, MR_KIND_GROUPED>(&g, o, &K, smem, wide, topk_ids, topk_weights, stream); \
+    return mr_launch_tiny_kind<DT, EPL, MR_KIND_FULL>(&g, o, &K, smem, wide, topk_ids, topk_weights, stream);   \
   }
   MR_FOR_EACH_GATE_SPEC(MR_TINY_CASE)
 #undef MR_TINY_CASE
