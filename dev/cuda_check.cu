@@ -251,6 +251,7 @@ static void gen_case(Case* c) {
   c->tune.tiny_op_regs = irand(3) - 1; /* the one-pass route's presence words: shuffles / auto / registers (v14) */
   static const int Cl[] = {0, 0, 0, 1, 2, 4, 8}; /* tiny.cu's one-pass route by a cluster of C CTAs (v15) */
   c->tune.tiny_cluster = pick(Cl, 7);
+  c->tune.tiny_warm = irand(2); /* the one-pass route's warm pass (v15) */
 }
 
 static void gen_inputs(const Case* c, Host* h) {

@@ -6,7 +6,8 @@
 # synccheck (racecheck does not take clusters), then wide_lab --tcl (every C against the default route
 # bit for bit, U = 32 and 16, three input kinds; then timed), then cuda_check 600 (tiny_cluster drawn
 # among the other knobs, against the CPU backend). Every step under a timeout: a hang in the new
-# kernel costs its step, not the call. ~330 s.
+# kernel costs its step, not the call. Also wide_lab --twarm (the warm pass, lab knob tiny_warm: bits, then the
+# kernel and eager metrics off / on; racecheck on its quick check). ~450 s (worst case, every timeout hit, ~560 s).
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 O=${OUT:-/tmp/lab48}; mkdir -p $O; T0=$SECONDS
@@ -18,13 +19,15 @@ nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute
 nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/build.log 2>&1 &
 wait
 echo "build $((SECONDS-T0)) s" >> $O/env.log
-( timeout ${SAN_S:-60} compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4;
-  timeout ${SAN_S:-60} compute-sanitizer --tool synccheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4 ) > $O/tcl_san.log 2>&1
-( timeout ${TCL_S:-100} $B/wide_lab --tcl ) > $O/tcl.log 2>&1
-( timeout ${CHECK_S:-60} $B/cuda_check --configs 600 --no-time 2>&1 | tail -4 ) > $O/cuda_check.log 2>&1
-( timeout ${TEST_S:-60} $B/tests/gpu/test_cuda --group thresholds 2>&1 | tail -3 ) > $O/tests.log 2>&1  # session 15's new pairs
-( timeout ${STAMP_S:-40} $B/stamp_lab ) > $O/stamps.log 2>&1
-( timeout ${TM_S:-60} $B/wide_lab --tmsort --time-only ) > $O/tm_time.log 2>&1
+( timeout ${SAN_S:-45} compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4;
+  timeout ${SAN_S:-45} compute-sanitizer --tool synccheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4 ) > $O/tcl_san.log 2>&1
+( timeout ${SAN_S:-45} compute-sanitizer --tool racecheck --error-exitcode 9 $B/wide_lab --twarm --no-time --quick 2>&1 | tail -4 ) >> $O/tcl_san.log 2>&1
+( timeout ${TCL_S:-90} $B/wide_lab --tcl ) > $O/tcl.log 2>&1
+( timeout ${WARM_S:-50} $B/wide_lab --twarm ) > $O/twarm.log 2>&1
+( timeout ${CHECK_S:-50} $B/cuda_check --configs 600 --no-time 2>&1 | tail -4 ) > $O/cuda_check.log 2>&1
+( timeout ${TEST_S:-50} $B/tests/gpu/test_cuda --group thresholds 2>&1 | tail -3 ) > $O/tests.log 2>&1  # session 15's new pairs
+( timeout ${STAMP_S:-30} $B/stamp_lab ) > $O/stamps.log 2>&1
+( timeout ${TM_S:-50} $B/wide_lab --tmsort --time-only ) > $O/tm_time.log 2>&1
 echo "total $((SECONDS-T0)) s" >> $O/env.log
-cat $O/tcl_san.log; head -3 $O/tcl.log; grep -E "MISMATCH" $O/tcl.log | head -5; grep -E "^(ds-softmax|gpt-oss|deepseek-r1|kimi-k2) " $O/tcl.log | head -40
+cat $O/tcl_san.log; head -3 $O/tcl.log; cat $O/twarm.log; grep -E "MISMATCH" $O/tcl.log | head -5; grep -E "^(ds-softmax|gpt-oss|deepseek-r1|kimi-k2) " $O/tcl.log | head -40
 cat $O/cuda_check.log $O/tests.log $O/stamps.log; grep -E "ds-softmax|deepseek-r1-softmax|shape" $O/tm_time.log | head -12; cat $O/env.log

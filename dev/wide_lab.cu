@@ -28,6 +28,11 @@
  *    the fp32-key rows a warp per row (RW), T = 1 .. 32, against the default route bit for bit
  *    (U = 32 and 16, three input kinds), then timed (kernel metric, route, moe_buf cleared).
  *    --no-time [--quick]: the check alone.
+ * --twarm (session 16, perf-log v15): the warm pass of tiny.cu's one-pass route (an idle warp runs
+ *    the layout's code during gating, loads and stores off; mr_cuda_tune.tiny_warm) against the
+ *    default, 16-bit softmax rows, T = 2 .. 8: bit for bit, then the kernel metric and the eager
+ *    metric (events around one call after an L2 flush, as moeroute bench), off / on.
+ *    --no-time [--quick]: the check alone (--quick: U = 32, gaussian rows).
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
@@ -1124,6 +1129,104 @@ static int tcl(void) {
   return bad ? 1 : 0;
 }
 
+/* The eager metric of moeroute bench (docs/benchmarking.md): events around one route call issued
+ * after a memset of twice the L2 (so the call starts with a cold L2), median of 50 after 5. */
+static double time_eager_route(Case* c, cudaStream_t s) {
+  static void* flush = NULL;
+  static size_t fbytes = 0;
+  if (!flush) {
+    int l2 = 0;
+    CK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    fbytes = 2u * (size_t)(l2 > 0 ? l2 : 64 << 20);
+    CK(cudaMalloc(&flush, fbytes));
+  }
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  enum { WARM = 5, N = 50 };
+  double v[N];
+  for (int i = 0; i < WARM + N; ++i) {
+    CK(cudaMemsetAsync(flush, i & 0xff, fbytes, s));
+    CK(cudaEventRecord(a, s));
+    if (moeroute_cuda_route(&c->p, &c->b, s) != MOEROUTE_OK) {
+      fprintf(stderr, "eager route: %s\n", moeroute_last_error());
+      exit(2);
+    }
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    float ms = 0.0f;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    if (i >= WARM) v[i - WARM] = ms * 1000.0;
+  }
+  for (int i = 0; i < N; ++i)
+    for (int j = i + 1; j < N; ++j)
+      if (v[j] < v[i]) {
+        const double x = v[i];
+        v[i] = v[j];
+        v[j] = x;
+      }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return v[N / 2];
+}
+
+/* --twarm (session 16, perf-log v15): tiny_warm off / on, where the default route is tiny.cu's one-pass
+ * route with 256 threads and a warp to spare (T <= 6: warp 6 gates no row). */
+static int twarm(void) {
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  static const int TS[] = {2, 3, 4, 6};
+  const int nt = (int)(sizeof TS / sizeof TS[0]);
+  long checks = 0, bad = 0;
+  for (int ui = 0; ui < 2; ++ui) {
+    g_unit = ui ? 16 : 32;
+    for (int si = 0; si < NPK; ++si)
+      for (int ti = 0; ti < nt; ++ti)
+        for (int kind = 0; kind < 3; ++kind) {
+          if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || kind))) continue;
+          Case c;
+          make_case(&c, &PK[si], TS[ti], kind);
+          const size_t cap = host_words(&c);
+          int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+          const size_t na = route_to_host(&c, a, s);
+          mr_cuda_tune.tiny_warm = 1;
+          const size_t nb = route_to_host(&c, b, s);
+          mr_cuda_tune.tiny_warm = 0;
+          checks++;
+          if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warm", PK[si].name, TS[ti], g_unit, kind)) bad++;
+          free(a);
+          free(b);
+          free_case(&c);
+        }
+  }
+  g_unit = 32;
+  printf("check: %ld cases, %ld mismatches (tiny_warm on against the default route, bits; where the default route is "
+         "not tiny.cu's one-pass route with a spare warp the knob changes nothing)\n", checks, bad);
+  if (g_check_only) return bad ? 1 : 0;
+  printf("\nus, route (moe_buf cleared, U = 32), the default route (tiny_warm off) | on: kernel metric | eager metric "
+         "(cold L2)\n");
+  printf("%-14s %3s %7s %7s || %7s %7s\n", "shape", "T", "k_off", "k_on", "e_off", "e_on");
+  for (int si = 0; si < NPK; ++si)
+    for (int ti = 0; ti < nt; ++ti) {
+      if (TS[ti] * PK[si].k > 128) continue;
+      Case c;
+      make_case(&c, &PK[si], TS[ti], 0);
+      double r[4];
+      for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
+        for (int v = 0; v < 4; ++v) {
+          mr_cuda_tune.tiny_warm = v & 1;
+          const double x = v < 2 ? time_op(&c, 0, 1, s) : time_eager_route(&c, s);
+          if (rep == 0 || x < r[v]) r[v] = x;
+        }
+      mr_cuda_tune.tiny_warm = 0;
+      printf("%-14s %3d %7.2f %7.2f || %7.2f %7.2f\n", PK[si].name, TS[ti], r[0], r[1], r[2], r[3]);
+      fflush(stdout);
+      free_case(&c);
+    }
+  CK(cudaStreamDestroy(s));
+  return bad ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   g_check_only = argc > 2 && !strcmp(argv[2], "--no-time");
   g_tm_quick = argc > 3 && !strcmp(argv[3], "--quick") ? 1 : argc > 3 && !strcmp(argv[3], "--race") ? 2 : 0;
@@ -1136,6 +1239,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tiny16")) return tiny16();
   if (argc > 1 && !strcmp(argv[1], "--tiny-op")) return tiny_op();
   if (argc > 1 && !strcmp(argv[1], "--tcl")) return tcl();
+  if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

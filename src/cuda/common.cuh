@@ -369,6 +369,9 @@ typedef struct mr_cuda_tuning {
                             for 16-bit softmax rows and the wide gate rows (sigmoid / sqrt_softplus) at
                             2 <= T <= 32, U >= T, T*k <= 128 (v15, lab): 0 = off (no auto rule yet), 1 / 2 / 4 / 8 =
                             that C wherever it fits (ignored under MOEROUTE_CUDA_NO_CLUSTER) */
+  int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
+                            during gating with its loads and stores off, fetching its instructions ahead (v15,
+                            lab): 0 = off, 1 = on */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

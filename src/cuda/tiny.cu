@@ -104,6 +104,10 @@ typedef struct mr_tiny_k {
                              cluster; CTA r gates rows r + C*j (C = 2^ctas_log2) and sends each entry to every
                              CTA's entry table (st.async, completing on the receiver's mbarrier) */
   uint32_t mbar_off;      /* its mbarrier's word offset (even) */
+  uint32_t warm;          /* lab knob tiny_warm (v15): warp 6, when it gates no row and is not the mask warp, runs
+                             the one-pass layout's code once during gating with its shared loads and stores off
+                             (live = false), so that the layout's instructions are fetched before the barrier
+                             (the one-pass route with 256 threads; a kernel instantiation of its own) */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -272,7 +276,9 @@ template <bool FROM_IDS = false, /* entries from a caller's top-k (mr_tiny_sort_
           uint32_t NWD = 0> /* 0: lane l holds presence word l (shuffles); else every thread holds the NWD >= E/32
                                words in registers (v14, knob tiny_op_regs; NWD % 4 == 0) */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
-                                                bool has_mask) {
+                                                bool has_mask,
+                                                bool live = true) { /* false: the warm pass (tk.warm), the same
+                                                                       code with no shared load and no store */
   static_assert(NWD % 4u == 0u && NWD <= 32u, "presence words in registers: a multiple of 4, at most 32");
   constexpr uint32_t NW = NT / 32u;
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
@@ -281,7 +287,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   const uint32_t* pb = sm + tk.op_off;
   const uint32_t* tm = pb + 32;
   /* entries (FROM_IDS: an id outside [0, E), stored as E, is dropped; gating gives none) */
-  bool valid = tid < tk.n;
+  bool valid = live && tid < tk.n;
   uint32_t e = valid ? sm[tk.ent_off + 2u * tid] : 0u;
   if (FROM_IDS && e >= tk.E) {
     valid = false;
@@ -295,9 +301,9 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   if constexpr (NWD > 0) {
 #pragma unroll
     for (uint32_t q = 0; q < NWD; q += 4u) {
-      uint4 v = *reinterpret_cast<const uint4*>(pb + q);
+      uint4 v = live ? *reinterpret_cast<const uint4*>(pb + q) : make_uint4(0u, 0u, 0u, 0u);
       if (has_mask) {
-        const uint4 m = *reinterpret_cast<const uint4*>(sm + MR_TINY_BM + q);
+        const uint4 m = live ? *reinterpret_cast<const uint4*>(sm + MR_TINY_BM + q) : make_uint4(0u, 0u, 0u, 0u);
         v.x &= m.x;
         v.y &= m.y;
         v.z &= m.z;
@@ -325,8 +331,8 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
         xe = ex[q];
       }
   } else {
-    word = lane < nwords ? pb[lane] : 0u;
-    if (has_mask && lane < nwords) word &= sm[MR_TINY_BM + lane];
+    word = live && lane < nwords ? pb[lane] : 0u;
+    if (has_mask && live && lane < nwords) word &= sm[MR_TINY_BM + lane];
     const uint32_t c = __popc(word), incl = mr_warp_incl_scan(c, lane);
     excl = incl - c;
     D = __shfl_sync(MR_FULL_MASK, incl, 31);
@@ -335,7 +341,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   }
   MR_STAMP(5); /* (stamp_lab: the prefix known) */
   if (tk.probe == 3u) { /* lab probe: the bitmap's prefix alone */
-    if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+    if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
     return;
   }
   const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
@@ -346,7 +352,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   }
   MR_STAMP(6); /* (stamp_lab: the entry placed) */
   if (tk.probe == 4u) { /* lab probe: the prefix and the entries, no blocks */
-    if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+    if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
     return;
   }
   /* blocks: ids, then padding. Lane l of warp w holds block b = w + NW*l (+ NT per
@@ -355,9 +361,9 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
    * that word (a 5-step popc search), all lanes at once (v9; one block per warp and
    * round with a serial bit loop before, lab call 20: 1.2 us slower at T = 8). */
 #pragma unroll 1
-  for (uint32_t base = 0; (base << rl) + cta < D; base += NT) { /* uniform */
+  for (uint32_t base = 0; live ? (base << rl) + cta < D : base == 0u; base += NT) { /* uniform */
     const uint32_t b = ((base + warp + NW * lane) << rl) | cta;
-    const bool has = b < D;
+    const bool has = live ? b < D : lane == 0u; /* the warm pass: one block's code, lane 0 */
     uint32_t src = 0u, w = 0u, xs = 0u;
     if constexpr (NWD > 0) { /* the last word whose prefix is <= b: it holds bit b (b < D) */
       w = wd[0];
@@ -389,8 +395,9 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
       }
     }
     const uint32_t eb = src * 32u + bit;
-    const uint32_t cnt = has ? (uint32_t)__popc(tm[eb]) : U;
-    if (has) {
+    /* the warm pass: U - 1, so that lane 0 walks the padding loop once, its store off */
+    const uint32_t cnt = has ? (live ? (uint32_t)__popc(tm[eb]) : U - 1u) : U;
+    if (has && live) {
       const int32_t local = has_mask ? (int32_t)(sm[MR_TINY_PRE + src] + __popc(sm[MR_TINY_BM + src] & ((1u << bit) - 1u)))
                                      : (int32_t)eb;
       mr_emit_block_id(&o, b, local);
@@ -401,10 +408,11 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     for (uint32_t j = 0; j < nb; ++j) {
       const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
       const uint32_t bj = ((base + warp + NW * j) << rl) | cta;
-      for (uint32_t q = cj + lane; q < U; q += 32u) mr_emit_pad_slot(&o, bj * U + q);
+      for (uint32_t q = cj + lane; q < U; q += 32u)
+        if (live) mr_emit_pad_slot(&o, bj * U + q);
     }
   }
-  if (tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+  if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
 }
 
 /* ---- the sort entry point at decode: one pass (v9, v10) -------------------------
@@ -603,13 +611,15 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
  *      CTA its blocks b % C == r (as with ctas_log2 without the cluster).
  * Why (perf-log v15): at 9 <= T <= 16 one SM's gating is issue-bound (~0.4 us per
  * extra warp per scheduler); here an SM gates ceil(T / C) rows. */
-template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false>
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
+          bool WARM = false> /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
 __global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
   static_assert(NT == MR_TINY_THREADS || (ONEPASS && !WIDE && !CL), "512 threads: the one-pass finish only");
   static_assert(!CL || ONEPASS, "the cluster form finishes in one pass");
   static_assert(!(WIDE && ONEPASS) || CL, "the wide rows finish in one pass in the cluster form only");
+  static_assert(!WARM || (ONEPASS && !CL && !WIDE), "the warm pass: the one-pass route, a warp per row");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
@@ -729,23 +739,35 @@ __global__ void __launch_bounds__(NT, 1)
     return;
   }
   if (warp == mask_warp && mask_warp == 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
+  if constexpr (ONEPASS) {
+    constexpr uint32_t NWD = EPL <= 16 ? (uint32_t)EPL : 0u; /* EPL >= E / 32, a multiple of 4 */
+    /* the warm pass (lab knob tiny_warm): warp NW - 2 without a row runs the layout's code
+     * (the SAME code: one call site, below) before the barrier, live = false; every other
+     * warp enters at pass 1. Each warp meets the barrier once, in pass 1. */
+    const bool dry = WARM && warp == NW - 2u && (int)warp >= gw && warp != mask_warp;
+#pragma unroll 1
+    for (uint32_t pass = dry ? 0u : 1u; pass < 2u; ++pass) {
+      const bool live = !WARM || pass == 1u;
+      if (live) {
+        __syncthreads();
+        MR_STAMP(4);
+        if (tk.probe == 2u) return; /* lab probe: gating and the barrier */
+      }
+#pragma unroll 1
+      for (uint32_t rep = live && tk.probe == 6u ? 0u : 1u; rep < 2u; ++rep) /* lab probe 6: twice */
+        if (NWD > 0u && tk.op_regs)
+          mr_tiny_onepass<false, NT, NWD>(o, tk, sm, has_mask, live);
+        else
+          mr_tiny_onepass<false, NT>(o, tk, sm, has_mask, live);
+    }
+    MR_STAMP(7);
+    return;
+  }
   /* T = 1 (with a mask here): warp 0 sorts its own picks from registers
    * (distinct experts: one entry each, no peers) after the bitmap's barrier */
   const bool one_row = tk.T == 1u;
   __syncthreads();
   MR_STAMP(4);
-  if constexpr (ONEPASS) {
-    if (tk.probe == 2u) return; /* lab probe: gating and the barrier */
-    constexpr uint32_t NWD = EPL <= 16 ? (uint32_t)EPL : 0u; /* EPL >= E / 32, a multiple of 4 */
-#pragma unroll 1
-    for (uint32_t rep = tk.probe == 6u ? 0u : 1u; rep < 2u; ++rep) /* lab probe 6: twice */
-      if (NWD > 0u && tk.op_regs)
-        mr_tiny_onepass<false, NT, NWD>(o, tk, sm, has_mask);
-      else
-        mr_tiny_onepass<false, NT>(o, tk, sm, has_mask);
-    MR_STAMP(7);
-    return;
-  }
 
   /* 2. the sort: one warp (n <= 32), or one thread per entry (n <= 128) */
   __shared__ uint32_t s_nblk;
@@ -992,6 +1014,7 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
      * GPT-OSS-120B T = 2 2.52 / 2.31; Qwen3-235B T = 4 2.77 / 2.49; but Qwen3-Next (E = 512,
      * 16 words) T = 2 3.33 / 3.46: on for E <= 256 */
     K->op_regs = mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
+    K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
@@ -1044,7 +1067,8 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
   return mr_tiny_plan(cfg, a, &K, &smem);
 }
 
-template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false>
+template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
+          bool WARM = false>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -1066,8 +1090,8 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     na = 1;
   }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL>, g, *o, *K, topk_ids,
-                            topk_weights));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM>, g, *o, *K,
+                            topk_ids, topk_weights));
   return cudaSuccess;
 }
 
@@ -1085,6 +1109,9 @@ static cudaError_t mr_launch_tiny_kind(const mr_gate_p* g, const mr_sort_out* o,
       if (K->threads == MR_TINY_THREADS16)
         return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16>(g, o, K, smem, topk_ids, topk_weights,
                                                                               stream);
+    if (K->onepass && K->warm) /* the warm pass (lab knob tiny_warm) */
+      return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, true>(g, o, K, smem, topk_ids,
+                                                                                      topk_weights, stream);
     return K->onepass ? mr_launch_tiny_t<DT, EPL, KIND, false, true>(g, o, K, smem, topk_ids, topk_weights, stream)
                       : mr_launch_tiny_t<DT, EPL, KIND, false, false>(g, o, K, smem, topk_ids, topk_weights, stream);
   }
