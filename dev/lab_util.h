@@ -30,6 +30,18 @@ static inline uint64_t lab_splitmix(uint64_t* state) {
   return z ^ (z >> 31);
 }
 
+/* The median of v[0 .. n) (sorted in place; insertion order is fine for the few dozen values of a timing). */
+static inline double lab_median(double* v, int n) {
+  for (int i = 0; i < n; ++i)
+    for (int j = i + 1; j < n; ++j)
+      if (v[j] < v[i]) {
+        const double x = v[i];
+        v[i] = v[j];
+        v[j] = x;
+      }
+  return v[n / 2];
+}
+
 /* Kernel metric of a captured graph g of `calls` calls on stream s: `warm`
  * replays first, then the median of `reps` (<= 32) replays, us per call.
  * Destroys g. */
@@ -51,18 +63,11 @@ static inline double lab_graph_us(cudaGraph_t g, int calls, int reps, int warm, 
     CK(cudaEventElapsedTime(&ms, e0, e1));
     ts[r] = ms * 1000.0 / calls;
   }
-  for (int i = 0; i < reps; ++i) /* insertion order is fine for <= 32 */
-    for (int j = i + 1; j < reps; ++j)
-      if (ts[j] < ts[i]) {
-        const double x = ts[i];
-        ts[i] = ts[j];
-        ts[j] = x;
-      }
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(g));
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
-  return ts[reps / 2];
+  return lab_median(ts, reps);
 }
 
 #endif /* MOEROUTE_DEV_LAB_UTIL_H */

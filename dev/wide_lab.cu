@@ -1158,16 +1158,9 @@ static double time_eager_route(Case* c, cudaStream_t s) {
     CK(cudaEventElapsedTime(&ms, a, b));
     if (i >= WARM) v[i - WARM] = ms * 1000.0;
   }
-  for (int i = 0; i < N; ++i)
-    for (int j = i + 1; j < N; ++j)
-      if (v[j] < v[i]) {
-        const double x = v[i];
-        v[i] = v[j];
-        v[j] = x;
-      }
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
-  return v[N / 2];
+  return lab_median(v, N);
 }
 
 /* --twarm (session 16, perf-log v15): tiny_warm off / on, where the default route is tiny.cu's one-pass
