@@ -26,7 +26,8 @@
  * --tcl (session 16, perf-log v15): tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8 CTAs
  *    that split the rows (mr_cuda_tune.tiny_cluster): 16-bit softmax rows, the wide gate rows, and
  *    the fp32-key rows a warp per row (RW), T = 1 .. 32, against the default route bit for bit
- *    (U = 32 and 16, three input kinds), then timed (kernel metric, route, moe_buf cleared).
+ *    (U = 32 and 16, four input kinds: the three of make_case and an expert mask; the SH shapes also a
+ *    warp per row), then timed (kernel metric, route, moe_buf cleared).
  *    --no-time [--quick]: the check alone.
  * --twarm (session 16, perf-log v15): the warm pass of tiny.cu's one-pass route (an idle warp runs
  *    the layout's code during gating, loads and stores off; mr_cuda_tune.tiny_warm) against the
@@ -62,6 +63,7 @@
 #include <string.h>
 
 #include "cuda/common.cuh"
+#include "internal.h" /* mr_validate_params: --tcl asks the library's own rule (mr_cuda_tiny_cluster_c) */
 #include "moeroute.h"
 #include "lab_util.h"
 
@@ -122,7 +124,8 @@ static void* dalloc(Case* c, size_t n) {
 }
 
 static int32_t g_unit = 32; /* U of the cases make_case builds (--tmsort varies it) */
-/* kind 0 gaussian, 1 coarse grid (ties), 2 with NaN / inf */
+/* kind 0 gaussian, 1 coarse grid (ties), 2 with NaN / inf, 3 gaussian with an expert mask (30% of the
+ * experts off; only --tcl asks for it) */
 static void make_case(Case* c, const Shape* s, int T, int kind) {
   memset(c, 0, sizeof *c);
   moeroute_params_init(&c->p);
@@ -175,6 +178,14 @@ static void make_case(Case* c, const Shape* s, int T, int kind) {
   if (moeroute_get_sizes(p, &z) != MOEROUTE_OK) {
     fprintf(stderr, "sizes: %s\n", moeroute_last_error());
     exit(2);
+  }
+  if (kind == 3) {
+    int32_t* hm = (int32_t*)malloc(4 * (size_t)s->E);
+    for (int e = 0; e < s->E; ++e) hm[e] = urand() < 0.3 ? 0 : 1;
+    int32_t* dm = (int32_t*)dalloc(c, 4 * (size_t)s->E);
+    CK(cudaMemcpy(dm, hm, 4 * (size_t)s->E, cudaMemcpyHostToDevice));
+    free(hm);
+    c->b.expert_mask = dm;
   }
   c->b.topk_ids = (int32_t*)dalloc(c, 4 * (size_t)z.topk_len);
   c->b.topk_weights = (float*)dalloc(c, 4 * (size_t)z.topk_len);
@@ -260,8 +271,16 @@ static size_t route_to_host(Case* c, int32_t* o, cudaStream_t s) {
   moeroute_sizes z;
   memset(&z, 0, sizeof z);
   moeroute_get_sizes(&c->p, &z);
+  /* every output compared below, poisoned first: a path that skips a write cannot inherit the previous call's
+   * value (the top-k only for route: sort reads it) */
   CK(cudaMemsetAsync(c->b.sorted_ids, 0xff, 4 * (size_t)z.ck_sorted_len, s));
+  CK(cudaMemsetAsync(c->b.sorted_weights, 0xff, 4 * (size_t)z.ck_sorted_len, s));
   CK(cudaMemsetAsync(c->b.sorted_expert_ids, 0xff, 4 * (size_t)z.ck_blocks_len, s));
+  CK(cudaMemsetAsync(c->b.num_valid_ids, 0xff, 8, s));
+  if (!g_sort_op) {
+    CK(cudaMemsetAsync(c->b.topk_ids, 0xff, 4 * (size_t)z.topk_len, s));
+    CK(cudaMemsetAsync(c->b.topk_weights, 0xff, 4 * (size_t)z.topk_len, s));
+  }
   if ((g_sort_op ? moeroute_cuda_sort(&c->p, &c->b, s) : moeroute_cuda_route(&c->p, &c->b, s)) != MOEROUTE_OK) {
     fprintf(stderr, "route/sort: %s\n", moeroute_last_error());
     exit(2);
@@ -1035,10 +1054,12 @@ static int tiny_op(void) {
 
 /* --tcl (session 16, perf-log v15): the cluster form of tiny.cu's one-pass route
  * (mr_cuda_tune.tiny_cluster = C). Where it applies (the library's rule mr_tiny_cluster_size,
- * restated: 2 <= T <= 32, U >= T, T*k <= 128, at most 8 rows per CTA for 16-bit softmax rows
- * and 2 for the wide rows; every shape of SH and PK qualifies by kind and E): each C against
- * the default route, bit for bit; where it does not, the case is skipped (the knob would fall
- * back to the default path and the comparison would prove nothing). */
+ * restated: 1 <= T <= 32, U >= T, T*k <= 128, at most 2 rows per CTA for the wide rows and 8 for
+ * the others; every shape of SH (wide; a warp per row with tiny_wide = -1), PK and RW (a warp per
+ * row) qualifies by kind and E): each C against the default route, bit for bit; where it does
+ * not, the case is skipped (the knob would fall back to the default path and the comparison
+ * would prove nothing). Every compared case also asks the library's rule
+ * (mr_cuda_tiny_cluster_c) and counts a disagreement as a mismatch. */
 static int tcl_applies(const Shape* sh, int wide, int T, int C) {
   const int rows = (T + C - 1) / C;
   return T >= 1 && T <= 32 && g_unit >= T && T * sh->k <= 128 && rows <= (wide ? 2 : 8);
@@ -1050,10 +1071,25 @@ static const Shape RW[] = {
     {"deepseek-v2", 160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 8, 3, 16.0f, 5120, MOEROUTE_DTYPE_FP32, 1, 1},
     {"ernie-4.5-21b", 64, 6, MOEROUTE_SCORE_SOFTMAX, 1, 1, 1, 1.0f, 2560, MOEROUTE_DTYPE_FP32, 0, 0},
     {"llama4-maverick", 128, 1, MOEROUTE_SCORE_SIGMOID, 0, 1, 1, 1.0f, 5120, MOEROUTE_DTYPE_BF16, 1, 0},
+    {"e1024-sm-bias", 1024, 8, MOEROUTE_SCORE_SOFTMAX, 1, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_FP32, 0, 0},
+    {"e512-sm-g16", 512, 8, MOEROUTE_SCORE_SOFTMAX, 0, 16, 4, 1.0f, 4096, MOEROUTE_DTYPE_FP32, 0, 1},
 };
 #define NRW (int)(sizeof RW / sizeof RW[0])
 
+/* The library's answer for a case: the C its cluster form runs with under the knob as set, 0 = none. */
+static int tcl_lib_c(const Case* c) {
+  mr_config cfg;
+  if (mr_validate_params(MOEROUTE_OP_ROUTE, &c->p, MR_BACKEND_CUDA, "wide_lab", &cfg) != MOEROUTE_OK) return -1;
+  mr_gate_args a;
+  mr_cuda_gate_args_init(&cfg, c->b.logits, c->b.bias, &a);
+  return mr_cuda_tiny_cluster_c(&cfg, &a);
+}
+
 static int tcl(void) {
+  if (mr_cuda_no_cluster()) {
+    fprintf(stderr, "--tcl: MOEROUTE_CUDA_NO_CLUSTER is set, the cluster form cannot run\n");
+    return 2;
+  }
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   static const int TS[] = {1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 32};
@@ -1063,33 +1099,45 @@ static int tcl(void) {
   int ns = all_shapes(all);
   for (int i = 0; i < NRW; ++i) all[ns++] = &RW[i];
   long checks = 0, bad = 0;
-  for (int ui = 0; ui < 2; ++ui) {
-    g_unit = ui ? 16 : 32;
-    for (int si = 0; si < ns; ++si)
-      for (int ti = 0; ti < nt; ++ti)
-        for (int kind = 0; kind < (g_tm_quick ? 1 : 3); ++kind) {
-          const int T = TS[ti], wide = si < NSH;
-          if (!tcl_applies(all[si], wide, T, 8) || (g_tm_quick && (ui || (T != 1 && T != 3 && T != 16)))) continue;
-          Case c;
-          make_case(&c, all[si], T, kind);
-          const size_t cap = host_words(&c);
-          int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
-          mr_cuda_tune.tiny_cluster = 0;
-          const size_t na = route_to_host(&c, a, s);
-          for (int ci = 0; ci < 4; ++ci) {
-            if (!tcl_applies(all[si], wide, T, CS[ci])) continue;
-            mr_cuda_tune.tiny_cluster = CS[ci];
-            const size_t nb = route_to_host(&c, b, s);
+  /* wf = 1: the SH shapes again with tiny_wide = -1 (the warp-per-row form for their rows; both the
+   * reference and the cluster form run under it) */
+  for (int wf = 0; wf < 2; ++wf)
+    for (int ui = 0; ui < 2; ++ui) {
+      g_unit = ui ? 16 : 32;
+      for (int si = 0; si < (wf ? NSH : ns); ++si)
+        for (int ti = 0; ti < nt; ++ti)
+          for (int kind = 0; kind < (g_tm_quick ? 1 : 4); ++kind) {
+            const int T = TS[ti], wide = si < NSH && !wf;
+            if (!tcl_applies(all[si], wide, T, 8) || (g_tm_quick && (ui || (T != 1 && T != 3 && T != 16)))) continue;
+            mr_cuda_tune.tiny_wide = wf ? -1 : 0;
+            Case c;
+            make_case(&c, all[si], T, kind);
+            const size_t cap = host_words(&c);
+            int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
             mr_cuda_tune.tiny_cluster = 0;
-            checks++;
-            if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d cluster C=%d", all[si]->name, T, g_unit, kind, CS[ci]))
-              bad++;
+            const size_t na = route_to_host(&c, a, s);
+            for (int ci = 0; ci < 4; ++ci) {
+              if (!tcl_applies(all[si], wide, T, CS[ci])) continue;
+              mr_cuda_tune.tiny_cluster = CS[ci];
+              const int lib = tcl_lib_c(&c);
+              const size_t nb = route_to_host(&c, b, s);
+              mr_cuda_tune.tiny_cluster = 0;
+              checks++;
+              if (lib != CS[ci]) {
+                printf("MISMATCH %s T=%d U=%d kind=%d: the library's rule gives C=%d, the lab's %d (the form did not run)\n",
+                       all[si]->name, T, g_unit, kind, lib, CS[ci]);
+                bad++;
+              } else if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d cluster C=%d%s", all[si]->name, T, g_unit, kind,
+                                     CS[ci], wf ? " (warp per row)" : "")) {
+                bad++;
+              }
+            }
+            mr_cuda_tune.tiny_wide = 0;
+            free(a);
+            free(b);
+            free_case(&c);
           }
-          free(a);
-          free(b);
-          free_case(&c);
-        }
-  }
+    }
   g_unit = 32;
   printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8 CTAs against the "
          "default route, bits)\n", checks, bad);

@@ -366,9 +366,10 @@ typedef struct mr_cuda_tuning {
                             (E <= 256), 1 = on, -1 = off */
   int tiny_cluster;      /* tiny.cu's one-pass route by a cluster of C CTAs that split the rows (CTA r gates rows
                             r, r + C, ...) and send each entry to every CTA (st.async on the receiver's mbarrier),
-                            for 16-bit softmax rows and the wide gate rows (sigmoid / sqrt_softplus) at
-                            2 <= T <= 32, U >= T, T*k <= 128 (v15, lab): 0 = off (no auto rule yet), 1 / 2 / 4 / 8 =
-                            that C wherever it fits (ignored under MOEROUTE_CUDA_NO_CLUSTER) */
+                            for the wide gate rows (sigmoid / sqrt_softplus, a group of four warps per row) and
+                            every other row kind (a warp per row) at 1 <= T <= 32, U >= T, T*k <= 128 (v15, lab):
+                            0 = off (no auto rule yet), 1 / 2 / 4 / 8 = that C wherever it fits (ignored under
+                            MOEROUTE_CUDA_NO_CLUSTER; the other tiny knobs and the probes do not apply to it) */
   int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
                             during gating with its loads and stores off, fetching its instructions ahead (v15,
                             lab): 0 = off, 1 = on */
@@ -412,6 +413,9 @@ int mr_cuda_pdl_on(void);   /* the decode launches use PDL (knob decode_pdl, els
 /* How many clear CTAs of `threads` threads a moe_buf of `bytes` gets (the
  * one-launch paths and the run-1 general path). */
 int mr_cuda_clear_ctas(size_t bytes, int threads);
+
+/* tiny.cu's cluster form (lab knob tiny_cluster): its C for cfg, 0 where it does not run. */
+int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 
 /* Build the gating arguments for cfg. */
 void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a);

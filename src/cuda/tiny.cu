@@ -84,8 +84,9 @@ typedef struct mr_tiny_k {
   uint32_t T;
   uint32_t E;
   uint32_t nw;            /* ceil(n / 32) */
-  uint32_t scratch_off;   /* word offset of the wide rows' scratch (unused by a warp per row) */
-  uint32_t scratch_words; /* per group of the wide form (0 for a warp per row) */
+  uint32_t scratch_off;   /* word offset of the gating scratch: the wide rows', or (cluster form) grouped rows' a warp
+                             per row (gate.cuh's gbuf); unused by 16-bit softmax rows */
+  uint32_t scratch_words; /* per group of the wide form, or per gating warp (cluster form, grouped rows); else 0 */
   int32_t gate_warps;     /* gating warps, or groups of four warps in the wide form */
   uint32_t onepass;       /* mr_tiny_onepass (lab knob tiny_onepass): U >= T, T <= 32, E <= 1024 */
   uint32_t op_off;        /* its word offset: presence bitmap [32] | token mask per expert [E] */
@@ -951,6 +952,9 @@ static int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args* a) {
   return rows <= MR_TINY_WARPS ? C : 0;
 }
 
+/* The cluster form's C for cfg, 0 where it does not run (the lab asserts its cases run the form). */
+extern "C" int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a) { return mr_tiny_cluster_size(cfg, a); }
+
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
 static void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
   memset(K, 0, sizeof *K);
@@ -983,6 +987,7 @@ static int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* 
     K->ctas_log2 = cl >= 8 ? 3u : cl >= 4 ? 2u : cl >= 2 ? 1u : 0u;
     K->op_regs = mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
     K->gate_warps = (int32_t)((cfg->num_tokens + cl - 1) / cl); /* rows per CTA: warps, or groups of four */
+    /* the other tiny knobs (tiny_max_n, tiny_onepass, tiny_ctas, tiny_threads, tiny_warm, tiny_probe) do not apply */
     K->scratch_off = MR_TINY_TBL;
     /* per gating group (wide) or warp (grouped selection a warp per row: gate.cuh's gbuf, 16-byte aligned) */
     K->scratch_words = wide ? mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts)) : mr_gate_scratch_words(a);
