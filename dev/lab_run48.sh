@@ -19,7 +19,7 @@ nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute
 nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/build.log 2>&1 &
 wait
 echo "build $((SECONDS-T0)) s" >> $O/env.log
-( timeout ${SAN_S:-45} compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4;
+( timeout ${MEM_S:-60} compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4;
   timeout ${SAN_S:-45} compute-sanitizer --tool synccheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4 ) > $O/tcl_san.log 2>&1
 ( timeout ${SAN_S:-45} compute-sanitizer --tool racecheck --error-exitcode 9 $B/wide_lab --twarm --no-time --quick 2>&1 | tail -4 ) >> $O/tcl_san.log 2>&1
 ( timeout ${TCL_S:-90} $B/wide_lab --tcl ) > $O/tcl.log 2>&1
@@ -29,5 +29,5 @@ echo "build $((SECONDS-T0)) s" >> $O/env.log
 ( timeout ${STAMP_S:-30} $B/stamp_lab ) > $O/stamps.log 2>&1
 ( timeout ${TM_S:-50} $B/wide_lab --tmsort --time-only ) > $O/tm_time.log 2>&1
 echo "total $((SECONDS-T0)) s" >> $O/env.log
-cat $O/tcl_san.log; head -3 $O/tcl.log; cat $O/twarm.log; grep -E "MISMATCH" $O/tcl.log | head -5; grep -E "^(ds-softmax|gpt-oss|deepseek-r1|kimi-k2) " $O/tcl.log | head -40
+cat $O/tcl_san.log; grep -E "^check:" $O/tcl.log; cat $O/twarm.log; grep -E "MISMATCH" $O/tcl.log | head -5; grep -E "^(ds-softmax|gpt-oss|deepseek-r1|kimi-k2) " $O/tcl.log | head -40
 cat $O/cuda_check.log $O/tests.log $O/stamps.log; grep -E "ds-softmax|deepseek-r1-softmax|shape" $O/tm_time.log | head -12; cat $O/env.log
