@@ -1,0 +1,35 @@
+/*
+ * tiny_lab.cu - the instantiations of tiny.cu's lab knobs tiny_cluster (16-bit softmax rows, wide gate rows)
+ * and tiny_warm (perf-log v15)
+ * (tiny.cuh's kernel templates; a translation unit of its own so that these lab-only kernels
+ * compile in parallel with tiny.cu's default ones).
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "cuda/tiny.cuh"
+
+struct mr_tiny_lab_launch {
+  mr_tiny_launch_args x;
+  template <int DT, int EPL, int KIND>
+  cudaError_t run() const {
+    const mr_tiny_k* K = x.K;
+    if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32) {
+      if (K->cl) /* the cluster form */
+        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, true>(x.g, x.o, K, x.smem, x.topk_ids,
+                                                                                 x.topk_weights, x.stream);
+      if (K->onepass && K->warm) /* the warm pass */
+        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, true>(
+            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
+    } else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8) {
+      if (K->cl && x.wide) /* the cluster form of the wide gate rows */
+        return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, true, MR_TINY_THREADS, true>(
+            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
+    }
+    return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_launch_tiny_route */
+  }
+};
+
+extern "C" cudaError_t mr_cuda_launch_tiny_lab(const mr_config* cfg, const mr_gate_args* a,
+                                              const mr_tiny_launch_args* x) {
+  return mr_tiny_dispatch(cfg, a, mr_tiny_lab_launch{*x});
+}
