@@ -19,6 +19,10 @@
  *          the barrier | 5 presence prefix | 6 entry placed | 7 blocks and padding written
  *          (the sort kernel of tiny.cu passes 5 and 6 too). The span column is globaltimer
  *          0..7 of thread 0; the stores' drain after 7 is not in it.
+ *   the same with the lab knob tiny_cluster = C (session 16, rows "route cC"): 2 row gated
+ *          (thread 0 of CTA 0 gates row 0) | 4 after its own mbarrier (every entry landed), the
+ *          cluster wait, the table atomics and the CTA barrier: 2-4 is the exchange. Rows
+ *          "route w": the lab knob tiny_warm (the layout's code run ahead by warp 6).
  * Column "warm": 1 = the dry-run warps (instruction-cache warming) on, 0 = off
  * (mr_cuda_perf.no_warm), 4 = route with the dry gating warp on warp 0's
  * scheduler (mr_cuda_perf.dry_gate_warp = 4; the default is warp 6).
@@ -62,6 +66,7 @@ __device__ __forceinline__ void mr_lab_stamp(int slot) {
 #include "../src/cuda/gate.cu"
 #include "../src/cuda/sort.cu"
 #include "../src/cuda/tiny.cu"
+#include "../src/cuda/tiny_lab.cu" /* session 16: the cluster form and the warm pass, stamped */
 #include "lab_util.h"
 
 /* one warp gates row 0 three times (stamps: 0 entry, 1 row loaded, 2/3/4 after each pass) */
@@ -116,6 +121,8 @@ typedef struct Shape {
   int hidden;
   moeroute_dtype dt;
   int T;
+  int cl; /* route with the lab knob tiny_cluster = cl (session 16); 0 = off */
+  int tw; /* route with the lab knob tiny_warm (session 16) */
 } Shape;
 
 static int cmp_u64(const void* a, const void* b) {
@@ -141,10 +148,16 @@ int main(void) {
       {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 8},
       {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 2},
       {"gpt-oss-120b", 128, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16, 12},
+      /* session 16: the cluster form (C = cl) and the warm pass (tw) */
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 2, 2, 0},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 12, 8, 0},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 16, 8, 0},
+      {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32, 4, 4, 0},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 2, 0, 1},
   };
   const char* ops[3] = {"route", "gate", "sort"};
   printf("cycles between markers (median of 21 single calls), thread 0 of CTA 0; span = globaltimer ns 0..7\n");
-  printf("%-20s %3s %-5s %4s %7s %7s %7s %7s %7s %7s %7s %8s\n", "shape", "T", "op", "warm", "0-1", "1-2", "2-3", "3-4",
+  printf("%-20s %3s %-8s %4s %7s %7s %7s %7s %7s %7s %7s %8s\n", "shape", "T", "op", "warm", "0-1", "1-2", "2-3", "3-4",
          "4-5", "5-6", "6-7", "span ns");
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; ++s) {
     const Shape* sh = &shapes[s];
@@ -206,6 +219,9 @@ int main(void) {
     static const int vop[6] = {0, 1, 2, 0, 1, 0}, vwarm[6] = {1, 1, 1, 0, 0, 4};
     for (int v = 0; v < 6; ++v) {
       const int op = vop[v], warm = vwarm[v];
+      if ((sh->cl || sh->tw) && (op != 0 || warm != 1)) continue; /* the lab knobs' rows: route alone */
+      mr_cuda_tune.tiny_cluster = sh->cl;
+      mr_cuda_tune.tiny_warm = sh->tw;
       mr_cuda_perf.no_warm = warm == 0;
       mr_cuda_perf.dry_gate_warp = warm == 4 ? 4 : 0;
       unsigned long long delta[7][21], span[21];
@@ -231,7 +247,14 @@ int main(void) {
         }
         span[r] = t[7] - t[0];
       }
-      printf("%-20s %3d %-5s %4d", sh->name, sh->T, ops[op], warm);
+      mr_cuda_tune.tiny_cluster = 0;
+      mr_cuda_tune.tiny_warm = 0;
+      char opname[16];
+      if (sh->cl)
+        snprintf(opname, sizeof opname, "route c%d", sh->cl);
+      else
+        snprintf(opname, sizeof opname, "%s%s", ops[op], sh->tw ? " w" : "");
+      printf("%-20s %3d %-8s %4d", sh->name, sh->T, opname, warm);
       for (int i = 0; i < 7; ++i) {
         qsort(delta[i], 21, sizeof(unsigned long long), cmp_u64);
         printf(" %7llu", delta[i][10]);
@@ -241,8 +264,8 @@ int main(void) {
     }
     mr_cuda_perf.no_warm = 0;
     mr_cuda_perf.dry_gate_warp = 0;
-    /* thrice: the gating of row 0 cold, then warm (same warp, same registers) */
-    {
+    /* thrice: the gating of row 0 cold, then warm (same warp, same registers); not for the lab knobs' rows */
+    if (!sh->cl && !sh->tw) {
       mr_config cfg;
       if (mr_validate_params(MOEROUTE_OP_GATE, &p, MR_BACKEND_CUDA, "stamp_lab", &cfg) != MOEROUTE_OK) return 1;
       mr_gate_args ga;
