@@ -7,7 +7,8 @@
 # bit for bit, U = 32 and 16, three input kinds; then timed), then cuda_check 600 (tiny_cluster drawn
 # among the other knobs, against the CPU backend). Every step under a timeout: a hang in the new
 # kernel costs its step, not the call. Also wide_lab --twarm (the warm pass, lab knob tiny_warm: bits, then the
-# kernel and eager metrics off / on; racecheck on its quick check). ~450 s (worst case, every timeout hit, ~560 s).
+# kernel and eager metrics off / on; racecheck on its quick check), and stamp_lab's new rows (the cluster form's
+# exchange, markers 2-4; the warm pass). ~450 s (worst case, every timeout hit, ~560 s).
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 O=${OUT:-/tmp/lab48}; mkdir -p $O; T0=$SECONDS
