@@ -66,7 +66,9 @@ __device__ __forceinline__ void mr_lab_stamp(int slot) {
 #include "../src/cuda/gate.cu"
 #include "../src/cuda/sort.cu"
 #include "../src/cuda/tiny.cu"
-#include "../src/cuda/tiny_lab.cu" /* session 16: the cluster form and the warm pass, stamped */
+#include "../src/cuda/tiny_lab.cu" /* session 16: the cluster form and the warm pass, stamped (not
+                                       tiny_lab_rows.cu: a row of fp32-key rows a warp per row in the
+                                       cluster form would run the library's unstamped copy) */
 #include "lab_util.h"
 
 /* one warp gates row 0 three times (stamps: 0 entry, 1 row loaded, 2/3/4 after each pass) */

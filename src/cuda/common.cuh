@@ -416,6 +416,8 @@ int mr_cuda_clear_ctas(size_t bytes, int threads);
 
 /* tiny.cu's cluster form (lab knob tiny_cluster): its C for cfg, 0 where it does not run. */
 int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
+/* tiny.cu's warm pass (lab knob tiny_warm): 1 where route runs it. */
+int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a);
 
 /* Build the gating arguments for cfg. */
 void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a);

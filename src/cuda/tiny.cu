@@ -158,6 +158,16 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
 /* The cluster form's C for cfg, 0 where it does not run (the lab asserts its cases run the form). */
 extern "C" int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a) { return mr_tiny_cluster_size(cfg, a); }
 
+/* 1 when route runs the warm pass for cfg with the knobs as set: tiny.cu takes the call, its plan
+ * has the pass (the one-pass route with 256 threads), and warp 6 gates no row (the lab asserts its
+ * cases run the pass). */
+extern "C" int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a) {
+  mr_tiny_k K;
+  size_t smem;
+  if (!mr_cuda_tiny_takes(cfg, a) || !mr_tiny_plan(cfg, a, &K, &smem)) return 0;
+  return K.warm && !K.cl && K.threads == MR_TINY_THREADS && K.gate_warps <= (int32_t)MR_TINY_WARPS - 2 ? 1 : 0;
+}
+
 /* Route takes tiny.cu: it fits, and the row kind is PACKED (16-bit softmax, no
  * bias, no grouping) within the bounds below, or the rows take the wide gate
  * rows and T <= MR_TINY_WIDE_T, T*k <= 32. Run 5: for the fp32-key kinds the
