@@ -392,6 +392,21 @@ __device__ __forceinline__ void mr_tiny_send(const mr_tiny_k& tk, uint32_t* sm, 
   for (uint32_t q = 0; q < (1u << tk.ctas_log2); ++q) mr_st_async_v2(mr_mapa(la, q), id, wb, mr_mapa(bar, q));
 }
 
+/* Gated entry i (expert id, weight) into the entry table: the CTA's own, or in the cluster form
+ * every routing CTA's (mr_tiny_send); and into the top-k outputs where the caller asked for them. */
+template <bool CL>
+__device__ __forceinline__ void mr_tiny_publish(const mr_tiny_k& tk, uint32_t* sm, uint32_t i, int32_t id, float w,
+                                                int32_t* topk_ids, float* topk_weights) {
+  if constexpr (CL) {
+    mr_tiny_send(tk, sm, i, (uint32_t)id, __float_as_uint(w));
+  } else {
+    sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
+    sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
+  }
+  if (topk_ids) topk_ids[i] = id;
+  if (topk_weights) topk_weights[i] = w;
+}
+
 /* Step 1 of the wide form: group q (warps 4q .. 4q+3) gates rows q, q + ng, ...
  * with mr_gate_wide_row (its scratch after tk.scratch_off); warp 4q's lanes
  * l < k store the entries, and keep them in *id0 / *w0 (the last row's).
@@ -438,15 +453,7 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
       *waited = true;
     }
     if (out && (int)lane < k) {
-      const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
-      if constexpr (CL) {
-        mr_tiny_send(tk, sm, i, (uint32_t)id, __float_as_uint(w));
-      } else {
-        sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
-        sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
-      }
-      if (topk_ids) topk_ids[i] = id;
-      if (topk_weights) topk_weights[i] = w;
+      mr_tiny_publish<CL>(tk, sm, (uint32_t)t * (uint32_t)k + lane, id, w, topk_ids, topk_weights);
       *id0 = id;
       *w0 = w;
     }
@@ -559,15 +566,7 @@ __global__ void __launch_bounds__(NT, 1)
           waited = true;
         }
         if ((int)lane < k) {
-          const uint32_t i = (uint32_t)t * (uint32_t)k + lane;
-          if constexpr (CL) {
-            mr_tiny_send(tk, sm, i, (uint32_t)id, __float_as_uint(w));
-          } else {
-            sm[MR_TINY_ENT + 2u * i] = (uint32_t)id;
-            sm[MR_TINY_ENT + 2u * i + 1u] = __float_as_uint(w);
-          }
-          if (topk_ids) topk_ids[i] = id;
-          if (topk_weights) topk_weights[i] = w;
+          mr_tiny_publish<CL>(tk, sm, (uint32_t)t * (uint32_t)k + lane, id, w, topk_ids, topk_weights);
           if (ONEPASS && !CL && tk.probe != 1u) { /* the tables (every probe but 1 needs them) */
             atomicOr(sm + tk.op_off + (uint32_t)id / 32u, 1u << ((uint32_t)id & 31u));
             atomicOr(sm + tk.op_off + 32u + (uint32_t)id, 1u << (uint32_t)t);
