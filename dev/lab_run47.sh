@@ -7,16 +7,7 @@
 # pair with and without the token-mask sort, the sort alone, T = 48 - 1024: the rule
 # mr_route_pair_avoids_tm against DeepSeek-R1 softmax T = 128). First test_cuda's thresholds group (session
 # 15 added pairs at the 16-warp route's and the wide L1's bounds, not yet run on a GPU). ~200 s.
-set -u
-export PATH=$PATH:/usr/local/cuda/bin
-O=${OUT:-/tmp/lab47}; mkdir -p $O; T0=$SECONDS
-B=/tmp/bn
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "commit ${COMMIT:-?}"; date -u; } > $O/env.log
-( cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $O/build.log 2>&1 && cmake --build $B -j16 >> $O/build.log 2>&1 ) || { tail -30 $O/build.log; exit 1; }
-nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/stamp_lab.cu $B/libmoeroute.a -o $B/stamp_lab >> $O/build.log 2>&1 &
-nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1 &
-wait
-echo "build $((SECONDS-T0)) s" >> $O/env.log
+LAB=lab47 . dev/lab_prelude.sh stamp_lab wide_lab
 ( timeout ${TEST_S:-120} $B/tests/gpu/test_cuda --group thresholds 2>&1 | tail -3 ) > $O/tests.log 2>&1  # session 15's new pairs
 ( timeout ${STAMP_S:-60} $B/stamp_lab ) > $O/stamps.log 2>&1
 ( timeout ${TM_S:-90} $B/wide_lab --tmsort --time-only ) > $O/tm_time.log 2>&1

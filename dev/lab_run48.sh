@@ -9,17 +9,7 @@
 # kernel costs its step, not the call. Also wide_lab --twarm (the warm pass, lab knob tiny_warm: bits, then the
 # kernel and eager metrics off / on; racecheck on its quick check), and stamp_lab's new rows (the cluster form's
 # exchange, markers 2-4; the warm pass). ~450 s (worst case, every timeout hit, ~560 s).
-set -u
-export PATH=$PATH:/usr/local/cuda/bin
-O=${OUT:-/tmp/lab48}; mkdir -p $O; T0=$SECONDS
-B=/tmp/bn
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "commit ${COMMIT:-?}"; date -u; } > $O/env.log
-( cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $O/build.log 2>&1 && cmake --build $B -j16 >> $O/build.log 2>&1 ) || { tail -30 $O/build.log; exit 1; }
-nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/stamp_lab.cu $B/libmoeroute.a -o $B/stamp_lab >> $O/build.log 2>&1 &
-nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab >> $O/build.log 2>&1 &
-nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/build.log 2>&1 &
-wait
-echo "build $((SECONDS-T0)) s" >> $O/env.log
+LAB=lab48 . dev/lab_prelude.sh stamp_lab wide_lab cuda_check
 ( timeout ${MEM_S:-60} compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4;
   timeout ${SAN_S:-45} compute-sanitizer --tool synccheck --error-exitcode 9 $B/wide_lab --tcl --no-time --quick 2>&1 | tail -4 ) > $O/tcl_san.log 2>&1
 ( timeout ${SAN_S:-45} compute-sanitizer --tool racecheck --error-exitcode 9 $B/wide_lab --twarm --no-time --quick 2>&1 | tail -4 ) >> $O/tcl_san.log 2>&1

@@ -808,6 +808,15 @@ static inline int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args*
   return rows <= MR_TINY_WARPS ? C : 0;
 }
 
+/* The one-pass route's presence words in registers (knob tiny_op_regs, v14): auto for E <= 256.
+ * Lab call 44 (dev/runs/run44/op_time.log, kernel metric, route with moe_buf, shuffles /
+ * registers): DeepSeek-R1 softmax T = 2 2.80 / 2.61, 8 3.17 / 3.00, 12 3.51 / 3.43;
+ * GPT-OSS-120B T = 2 2.52 / 2.31; Qwen3-235B T = 4 2.77 / 2.49; but Qwen3-Next (E = 512,
+ * 16 words) T = 2 3.33 / 3.46. */
+static inline uint32_t mr_tiny_op_regs(const mr_config* cfg) {
+  return mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
+}
+
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
 static inline void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
   memset(K, 0, sizeof *K);
@@ -838,7 +847,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->cl = 1u;
     K->onepass = 1u;
     K->ctas_log2 = cl >= 8 ? 3u : cl >= 4 ? 2u : cl >= 2 ? 1u : 0u;
-    K->op_regs = mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
+    K->op_regs = mr_tiny_op_regs(cfg);
     K->gate_warps = (int32_t)((cfg->num_tokens + cl - 1) / cl); /* rows per CTA: warps, or groups of four */
     /* the other tiny knobs (tiny_max_n, tiny_onepass, tiny_ctas, tiny_threads, tiny_warm, tiny_probe) do not apply */
     K->scratch_off = MR_TINY_TBL;
@@ -867,11 +876,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
-    /* lab call 44 (dev/runs/run44/op_time.log, kernel metric, route with moe_buf, shuffles /
-     * registers): DeepSeek-R1 softmax T = 2 2.80 / 2.61, 8 3.17 / 3.00, 12 3.51 / 3.43;
-     * GPT-OSS-120B T = 2 2.52 / 2.31; Qwen3-235B T = 4 2.77 / 2.49; but Qwen3-Next (E = 512,
-     * 16 words) T = 2 3.33 / 3.46: on for E <= 256 */
-    K->op_regs = mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
+    K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
