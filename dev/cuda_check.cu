@@ -252,6 +252,8 @@ static void gen_case(Case* c) {
   static const int Cl[] = {0, 0, 0, 1, 2, 4, 8}; /* tiny.cu's one-pass route by a cluster of C CTAs (v15) */
   c->tune.tiny_cluster = pick(Cl, 7);
   c->tune.tiny_warm = irand(2); /* the one-pass route's warm pass (v15) */
+  static const int Gt[] = {0, 0, 0, 1, 2}; /* the grid token-mask sort (v16): off / sort + route / sort only */
+  c->tune.gtm = pick(Gt, 5);
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -860,11 +862,11 @@ int main(int argc, char** argv) {
       if (i == dry)
         printf("case %d: E=%d k=%d T=%lld renorm=%d scale=%g moe_buf=%zu force_general=%d ctm=%d ctm_ctas=%d "
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
-               "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d\n",
+               "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
-               c.tune.tiny_max_n, c.tune.decode_pdl, c.route_topk, c.tune.tiny_cluster, c.tune.tiny_warm);
+               c.tune.tiny_max_n, c.tune.decode_pdl, c.route_topk, c.tune.tiny_cluster, c.tune.tiny_warm, c.tune.gtm);
       free(h.logits);
       free(h.bias);
       free(h.mask);

@@ -20,7 +20,10 @@
  * Build (after cmake --build BUILD):
  *   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/large_lab.cu \
  *        BUILD/libmoeroute.a -o BUILD/large_lab
- * Run: BUILD/large_lab [--no-time] [--no-check] [--quick] [--variant N]
+ * 3. --gtm (v16): the grid token-mask sort (gtm.cu): its checks (every shape, T = 1 ..
+ *    262144, hot-expert / all-masked / duplicate-free inputs, U = 1 .. 1024, PDL on and
+ *    off), then its timing table against the default paths (outputs compared after timing).
+ * Run: BUILD/large_lab [--no-time] [--no-check] [--quick] [--variant N] [--gtm]
  * Exit status: 0 all checks passed, 1 a check failed, 2 a CUDA error.
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -47,6 +50,7 @@ typedef struct Variant {
   int large_seg; /* v13: route's L1 by segments, -1 = off (the chain for segmented rows) */
   int scan_carry; /* v13: L2's scan form, 1 = carry everywhere, -1 = lane blocks everywhere */
   int seg_warps;  /* v13: the L1 by segments' warps per CTA (16: the wide form) */
+  int gtm;        /* v16: the grid token-mask sort (1: sort and route's sort, 2: the sort entry point only) */
 } Variant;
 /* general_v1: 0 = automatic, 1 = the run-1 chain, 2 = large.cu (mr_cuda_tuning); persist: the
  * persistent launch P (v11): 0 = automatic, 1 = on, -1 = off; force: the large path also
@@ -63,7 +67,10 @@ static const Variant VARIANTS[] = {
     {"large.cu warp rows", 2, 0, 0, 0, 0, 0, -1, 0, 0, 0, -1}, /* the warp-per-row L1 for every shape */
     {"L2 carry scan", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {"L2 lane blocks", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1},
     {"seg L1 wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16}, {"seg L1 always wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 16},
+    {"gtm", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, /* v16: gate kernel + the grid token-mask sort */
+    {"gtm no PDL", 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, /* the same, every launch in plain stream order */
 };
+#define VAR_GTM 20
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
 static int g_gate_lpr = 0; /* the segment gate's lanes per row for the next checks (0: auto) */
 static void set_variant(int v) {
@@ -83,6 +90,8 @@ static void set_variant(int v) {
   mr_cuda_tune.large_scan_carry = x->scan_carry;
   mr_cuda_tune.large_seg_warps = x->seg_warps;
   mr_cuda_tune.gate_lpr = g_gate_lpr;
+  mr_cuda_tune.gtm = x->gtm;
+  if (x->gtm && x->no_pdl) mr_cuda_tune.decode_pdl = -1;
 }
 
 /* ---- shapes ------------------------------------------------------------------------- */
@@ -108,12 +117,19 @@ static const Shape SHAPES[] = {
 };
 #define NSHAPE ((int)(sizeof SHAPES / sizeof *SHAPES))
 
+static int g_unit = 32; /* U of the next checks and timings */
+/* inputs of the next checks: random; every row on experts 0 .. k-1 (route: their logits
+ * raised; sort: rows 0 .. k-1 shuffled); every expert masked (the mask is then passed);
+ * sort rows of distinct ids with ids out of range (no duplicates: gtm's bit-plane path) */
+enum { KIND_RANDOM, KIND_HOT, KIND_ALL_MASKED, KIND_DISTINCT };
+static int g_kind = KIND_RANDOM;
+static const char* KIND_NAME[] = {"random", "hot", "all-masked", "distinct"};
 static void fill_params(const Shape* sh, int64_t T, uint32_t layouts, size_t moe_bytes, moeroute_params* p) {
   moeroute_params_init(p);
   p->num_tokens = T;
   p->num_experts = sh->E;
   p->top_k = sh->k;
-  p->unit_size = 32;
+  p->unit_size = g_unit;
   p->logits_dtype = sh->dt;
   p->score = sh->score;
   p->renormalize = sh->renorm;
@@ -252,9 +268,21 @@ static void upload_inputs(const moeroute_params* p, Bufs* b, float* h_bias, int3
       memcpy(lg + i * 2, &h, 2);
     }
   }
+  if (g_kind == KIND_HOT) /* every row's top-k: experts 0 .. k-1 */
+    for (int64_t t = 0; t < T; ++t)
+      for (int e = 0; e < p->top_k; ++e) {
+        const float v = (float)(3.0 + urand() * 0.5);
+        const int64_t i = t * E + e;
+        if (es == 4)
+          memcpy(lg + i * 4, &v, 4);
+        else {
+          const uint16_t h = p->logits_dtype == MOEROUTE_DTYPE_BF16 ? f2bf(v) : f2h(v);
+          memcpy(lg + i * 2, &h, 2);
+        }
+      }
   for (int e = 0; e < E; ++e) {
     h_bias[e] = (float)(urand() * 0.2 - 0.1);
-    h_mask[e] = urand() < 0.6 ? 1 : 0;
+    h_mask[e] = g_kind == KIND_ALL_MASKED ? 0 : urand() < 0.6 ? 1 : 0;
   }
   CK(cudaMemcpy(b->logits, lg, (size_t)T * E * es, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(b->bias, h_bias, (size_t)E * 4, cudaMemcpyHostToDevice));
@@ -333,6 +361,7 @@ static int compare(const char* what, const HostOut* got, const HostOut* ref, con
 /* route check: sorted layouts vs the CPU sort of the route's own top-k; twice, identical */
 static void check_route(const Shape* sh, int64_t T, int with_mask, int variant, int force) {
   moeroute_params p;
+  if (g_kind == KIND_ALL_MASKED) with_mask = 1;
   size_t mb = (size_t)T * sh->hidden * 2;
   if (mb > ((size_t)64 << 20)) mb = (size_t)64 << 20; /* host copies stay small */
   mb += 5;                                              /* odd size ... */
@@ -363,8 +392,8 @@ static void check_route(const Shape* sh, int64_t T, int with_mask, int variant, 
     download(&b, &run[r]);
   }
   char what[160];
-  snprintf(what, sizeof what, "route %s T=%lld mask=%d [%s%s]", sh->name, (long long)T, with_mask,
-           VARIANTS[variant].name, force ? ", forced" : "");
+  snprintf(what, sizeof what, "route %s T=%lld mask=%d U=%d %s [%s%s]", sh->name, (long long)T, with_mask,
+           g_unit, KIND_NAME[g_kind], VARIANTS[variant].name, force ? ", forced" : "");
   int bad = 0;
   if (cpu_sort(&p, (const int32_t*)run[0].h[B_TOPK_IDS], (const float*)run[0].h[B_TOPK_W], with_mask ? hm : NULL,
                &b, &ref) != 0)
@@ -428,6 +457,7 @@ static void check_route(const Shape* sh, int64_t T, int with_mask, int variant, 
 /* sort check on a CPU top-k with ids out of range and duplicated rows */
 static void check_sort(const Shape* sh, int64_t T, int with_mask, int variant, int force) {
   moeroute_params p;
+  if (g_kind == KIND_ALL_MASKED) with_mask = 1;
   const size_t mb = (size_t)T * 64 + 7;
   fill_params(sh, T, MOEROUTE_LAYOUT_BOTH, mb, &p);
   set_variant(variant); /* before the workspace is sized */
@@ -444,7 +474,14 @@ static void check_sort(const Shape* sh, int64_t T, int with_mask, int variant, i
   for (int64_t i = 0; i < n; ++i) {
     int32_t v = (int32_t)(rnd() % (uint64_t)sh->E);
     const double u = urand();
-    if (u < 0.02) v = -1 - (int32_t)(rnd() % 7);
+    if (g_kind == KIND_HOT || g_kind == KIND_DISTINCT) {
+      /* distinct ids per row: slot j holds (j + off) % E; some out of range (distinct too) */
+      const int64_t t = i / sh->k, j = i % sh->k;
+      const int32_t off = g_kind == KIND_HOT ? 0 : (int32_t)(((uint64_t)t * 2654435761u) % (uint64_t)sh->E);
+      v = (int32_t)((j * 7 + off) % sh->E);
+      if (g_kind == KIND_HOT) v = (int32_t)((j + t) % sh->k); /* a rotation of 0 .. k-1 */
+      else if (u < 0.03) v = u < 0.015 ? -1 - (int32_t)j : sh->E + (int32_t)j;
+    } else if (u < 0.02) v = -1 - (int32_t)(rnd() % 7);
     else if (u < 0.04) v = sh->E + (int32_t)(rnd() % 7);
     else if (u < 0.08 && i % sh->k) v = ids[i - 1];
     else if (u < 0.15) v = (int32_t)(rnd() % 3); /* hot experts */
@@ -465,8 +502,8 @@ static void check_sort(const Shape* sh, int64_t T, int with_mask, int variant, i
   HostOut got, ref;
   download(&b, &got);
   char what[160];
-  snprintf(what, sizeof what, "sort  %s T=%lld mask=%d [%s%s]", sh->name, (long long)T, with_mask,
-           VARIANTS[variant].name, force ? ", forced" : "");
+  snprintf(what, sizeof what, "sort  %s T=%lld mask=%d U=%d %s [%s%s]", sh->name, (long long)T, with_mask,
+           g_unit, KIND_NAME[g_kind], VARIANTS[variant].name, force ? ", forced" : "");
   int bad = 0;
   if (cpu_sort(&p, ids, w, with_mask ? hm : NULL, &b, &ref) != 0)
     bad++;
@@ -670,8 +707,113 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   lab_shape_free(&x);
 }
 
+/* ---- v16: the grid token-mask sort (gtm.cu) against the default paths --------------------
+ * Per shape and T: route (no buf), route + buf, sort, sort + buf of the default paths and of
+ * gtm (route = gate kernel + gtm's two launches), kernel metric, side by side with the memset
+ * of the same moe_buf; then the same calls once more into poisoned buffers, and gtm's
+ * layouts compared bit for bit with the default's (route: also the top-k): `agree`. */
+static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
+  LabShape x;
+  lab_shape_init(sh, T, MOEROUTE_LAYOUT_CK, &x);
+  moeroute_params p = x.p, pn = x.pn;
+  moeroute_buffers bu, bn;
+  set_variant(0);
+  bind(&p, &x.b, 1, 0, &bu);
+  bind(&pn, &x.b, 1, 0, &bn);
+  if (moeroute_cuda_route(&pn, &bn, s) != MOEROUTE_OK) exit(2); /* sort's top-k: the default route's */
+  CK(cudaStreamSynchronize(s));
+  int32_t* ids = (int32_t*)malloc(x.b.bytes[B_TOPK_IDS]);
+  float* w = (float*)malloc(x.b.bytes[B_TOPK_W]);
+  CK(cudaMemcpy(ids, x.b.d[B_TOPK_IDS], x.b.bytes[B_TOPK_IDS], cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(w, x.b.d[B_TOPK_W], x.b.bytes[B_TOPK_W], cudaMemcpyDeviceToHost));
+  spin_kernel<<<264, 128, 0, s>>>(40000000ull);
+  const double ms = time_op(OP_MEMSET, &p, &bu, s);
+  const int vs[2] = {0, VAR_GTM};
+  double t[2][4];
+  HostOut out[2][2];
+  for (int q = 0; q < 2; ++q) {
+    set_variant(vs[q]);
+    t[q][0] = time_op(OP_ROUTE, &pn, &bn, s);
+    t[q][1] = time_op(OP_ROUTE, &p, &bu, s);
+    CK(cudaMemcpy(x.b.d[B_TOPK_IDS], ids, x.b.bytes[B_TOPK_IDS], cudaMemcpyHostToDevice)); /* sort's input */
+    CK(cudaMemcpy(x.b.d[B_TOPK_W], w, x.b.bytes[B_TOPK_W], cudaMemcpyHostToDevice));
+    t[q][2] = time_op(OP_SORT, &pn, &bn, s);
+    t[q][3] = time_op(OP_SORT, &p, &bu, s);
+    /* the timed calls once more: route (no buf), then sort on the default route's top-k */
+    poison(&x.b);
+    if (moeroute_cuda_route(&pn, &bn, s) != MOEROUTE_OK) exit(2);
+    download(&x.b, &out[q][0]);
+    poison(&x.b);
+    CK(cudaMemcpy(x.b.d[B_TOPK_IDS], ids, x.b.bytes[B_TOPK_IDS], cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(x.b.d[B_TOPK_W], w, x.b.bytes[B_TOPK_W], cudaMemcpyHostToDevice));
+    if (moeroute_cuda_sort(&pn, &bn, s) != MOEROUTE_OK) exit(2);
+    download(&x.b, &out[q][1]);
+  }
+  const int agree = same_out(&out[0][0], &out[1][0], &x.b) && same_out(&out[0][1], &out[1][1], &x.b);
+  if (!agree) g_fail++;
+  for (int q = 0; q < 2; ++q)
+    printf("gtm %-20s T=%6lld %-5s route %8.2f  route+buf %8.2f  sort %7.2f  sort+buf %8.2f  memset %8.2f  "
+           "route+buf/memset %5.3f  agree %d\n",
+           sh->name, (long long)T, q ? "gtm" : "auto", t[q][0], t[q][1], t[q][2], t[q][3], ms, t[q][1] / ms, agree);
+  printf("gtm %-20s T=%6lld ratio gtm/auto: route %5.3f  route+buf %5.3f  sort %5.3f  sort+buf %5.3f\n", sh->name,
+         (long long)T, t[1][0] / t[0][0], t[1][1] / t[0][1], t[1][2] / t[0][2], t[1][3] / t[0][3]);
+  fflush(stdout);
+  for (int q = 0; q < 2; ++q)
+    for (int r = 0; r < 2; ++r) hostout_free(&out[q][r]);
+  free(ids);
+  free(w);
+  set_variant(0);
+  lab_shape_free(&x);
+}
+
+/* v16: gtm's checks: every shape at T across its K1 / K2 bounds (words of 32 tokens, one and
+ * several K2 rounds), every input kind, U from 1 to 1024, PDL on and off, T = 262144. */
+static void gtm_checks(int quick) {
+  const int64_t Ts[] = {1, 2, 31, 32, 33, 127, 1000, 1025, 4097, 8193, 65536};
+  const int nT = (int)(sizeof Ts / sizeof *Ts);
+  for (int si = 0; si < NSHAPE; ++si)
+    for (int ti = 0; ti < nT; ++ti) {
+      /* quick (the sanitizers' set): four shapes, T = 1 / 33 / 1025 / 4097 */
+      if (quick && (si % 2 == 1 || (Ts[ti] != 1 && Ts[ti] != 33 && Ts[ti] != 1025 && Ts[ti] != 4097))) continue;
+      const int v = (si + ti) % 3 == 2 ? VAR_GTM + 1 : VAR_GTM; /* a third without PDL */
+      check_route(&SHAPES[si], Ts[ti], (si + ti) % 2, v, 0);
+      check_sort(&SHAPES[si], Ts[ti], (si + ti + 1) % 2, v, 0);
+    }
+  const int kshapes[] = {0, 3, 4, 5};
+  const int64_t kT[] = {33, 1000, 16384};
+  for (int kind = KIND_HOT; kind <= KIND_DISTINCT; ++kind)
+    for (int a = 0; a < 4; ++a)
+      for (int b = 0; b < 3; ++b) {
+        if (quick && (b != 1 || a >= 2)) continue;
+        g_kind = kind;
+        if (kind != KIND_DISTINCT) check_route(&SHAPES[kshapes[a]], kT[b], b % 2, VAR_GTM, 0);
+        check_sort(&SHAPES[kshapes[a]], kT[b], (b + 1) % 2, VAR_GTM, 0);
+        g_kind = KIND_RANDOM;
+      }
+  const int Us[] = {1, 16, 64, 128, 1024};
+  for (int ui = 0; ui < 5; ++ui)
+    for (int a = 0; a < 2; ++a) {
+      if (quick && (ui % 2 == 1 || a == 1)) continue;
+      g_unit = Us[ui];
+      check_route(&SHAPES[a == 0 ? 0 : 4], 100, ui % 2, VAR_GTM, 0);
+      check_sort(&SHAPES[a == 0 ? 0 : 4], 5000, (ui + 1) % 2, VAR_GTM, 0);
+      g_kind = KIND_DISTINCT;
+      check_sort(&SHAPES[a == 0 ? 1 : 5], 777, ui % 2, VAR_GTM, 0);
+      g_kind = KIND_RANDOM;
+      g_unit = 32;
+    }
+  if (!quick) {
+    check_route(&SHAPES[0], 262144, 1, VAR_GTM, 0);
+    check_sort(&SHAPES[0], 262144, 0, VAR_GTM, 0);
+    g_kind = KIND_DISTINCT;
+    check_sort(&SHAPES[4], 262144, 1, VAR_GTM, 0);
+    g_kind = KIND_RANDOM;
+  }
+  printf("gtm check: %d failure(s)\n", g_fail);
+}
+
 int main(int argc, char** argv) {
-  int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0, seg_only = 0;
+  int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0, seg_only = 0, gtm = 0;
   long long v6_only = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--no-time")) do_time = 0;
@@ -684,8 +826,9 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--v6-notime")) g_v6_notime = 1;
     else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) g_v6_variant = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--share-sweep")) v6 = 2;
+    else if (!strcmp(argv[i], "--gtm")) gtm = 1;
     else {
-      printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N] [--v6] [--share-sweep]\n");
+      printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N] [--v6] [--share-sweep] [--gtm]\n");
       return 2;
     }
   }
@@ -700,6 +843,20 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
+  if (gtm) { /* v16: gtm's checks (--no-check skips them), then its timing table (--no-time skips it) */
+    if (do_check) gtm_checks(quick);
+    if (do_time) {
+      const int64_t Ts[] = {16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+      for (int ti = 0; ti < 12; ++ti) gtm_time_shape(&SHAPES[0], Ts[ti], s);
+      const int64_t Ts2[] = {128, 1024, 4096, 16384, 65536};
+      const int others[] = {1, 3, 4};
+      for (int si = 0; si < 3; ++si)
+        for (int ti = 0; ti < (quick ? 3 : 5); ++ti) gtm_time_shape(&SHAPES[others[si]], Ts2[ti], s);
+      printf("gtm time: %d disagreement(s)\n", g_fail);
+    }
+    CK(cudaStreamDestroy(s));
+    return g_fail ? 1 : 0;
+  }
   if (v6 == 2) { /* the mid sort's share at small n (perf-log v8 "Next"): 4 presets, T = 17 .. 2048 */
     const int64_t Ts[] = {17, 24, 32, 48, 64, 128, 256, 512, 1024, 2048};
     const int shapes[] = {0, 1, 3, 4};

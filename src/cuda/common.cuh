@@ -373,6 +373,9 @@ typedef struct mr_cuda_tuning {
   int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
                             during gating with its loads and stores off, fetching its instructions ahead (v15,
                             lab): 0 = off, 1 = on */
+  int gtm;               /* the grid token-mask sort (gtm.cu, v16, lab): two launches, token masks per expert over
+                            the whole grid, then a CTA per expert: 0 = off (no auto rule yet), 1 = the sort entry
+                            point and route's sort wherever it fits, 2 = the sort entry point only */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -471,6 +474,15 @@ cudaError_t mr_cuda_launch_tm_sort(const mr_config* cfg, const mr_sort_out* o, c
                                    const float* topk_weights, cudaStream_t stream);
 cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                       int32_t* topk_ids, float* topk_weights, cudaStream_t stream);
+
+/* gtm.cu: the grid token-mask sort (two launches, any T >= 1 where its masks fit; v16, lab).
+ * _fits: it can run cfg; _takes: the dispatch gives it the call (knob gtm; op is
+ * MOEROUTE_OP_SORT for the sort entry point, MOEROUTE_OP_ROUTE for route's sort). */
+int mr_cuda_gtm_fits(const mr_config* cfg);
+int mr_cuda_gtm_takes(const mr_config* cfg, int op);
+size_t mr_cuda_gtm_workspace(const mr_config* cfg);
+cudaError_t mr_cuda_launch_gtm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                    const float* topk_weights, void* workspace, cudaStream_t stream);
 
 /* fused.cu: the one-launch route for small T*k. */
 int mr_cuda_fused_fits(const mr_config* cfg);

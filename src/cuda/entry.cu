@@ -273,10 +273,19 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
       /* the top-k between gating and sorting, always reserved (the size must
        * not depend on which optional outputs the caller passes) */
       const size_t general = mr_cuda_general_sort_workspace(cfg) + 2u * mr_route_topk_half(cfg);
-      return general > pair ? general : pair;
+      size_t need = general > pair ? general : pair;
+      if (mr_cuda_gtm_takes(cfg, MOEROUTE_OP_ROUTE)) { /* gtm's workspace, then the top-k */
+        const size_t gtm = mr_cuda_gtm_workspace(cfg) + 2u * mr_route_topk_half(cfg);
+        if (gtm > need) need = gtm;
+      }
+      return need;
     }
     case MOEROUTE_OP_SORT:
-      return mr_sort_one_launch(cfg) ? 0 : mr_cuda_general_sort_workspace(cfg);
+    {
+      const size_t base = mr_sort_one_launch(cfg) ? 0 : mr_cuda_general_sort_workspace(cfg);
+      const size_t gtm = mr_cuda_gtm_takes(cfg, MOEROUTE_OP_SORT) ? mr_cuda_gtm_workspace(cfg) : 0u;
+      return gtm > base ? gtm : base;
+    }
     case MOEROUTE_OP_GATE:
     default:
       return 0;
@@ -357,7 +366,17 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_cuda_gate_args_init(&cfg, buffers->logits, buffers->bias, &ga);
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   cudaError_t err;
-  if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_tiny_takes(&cfg, &ga)) {
+  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE)) {
+    /* the lab's grid token-mask sort after the gate kernel (gtm.cu, v16): gtm's workspace
+     * first, the top-k through the caller's buffers or the two halves after it */
+    const size_t half = mr_route_topk_half(&cfg);
+    unsigned char* tail = (unsigned char*)buffers->workspace + mr_cuda_gtm_workspace(&cfg);
+    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
+    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
+    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+    if (err == cudaSuccess)
+      err = mr_cuda_launch_gtm_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, buffers->workspace, s);
+  } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_tiny_takes(&cfg, &ga)) {
     err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_route_takes(&cfg, &ga)) {
     err = mr_cuda_launch_ctm_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
@@ -443,7 +462,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err;
-  if (mr_try_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s, &err))
+  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT)) /* the lab's grid token-mask sort (gtm.cu, v16) */
+    err = mr_cuda_launch_gtm_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
+  else if (mr_try_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s, &err))
     ; /* ctm's sort ran (or failed for a reason other than the device refusing it) */
   else if (mr_sort_one_launch(&cfg))
     err = mr_cuda_launch_decode_sort(&cfg, &so, buffers->topk_ids, wts, s);

@@ -1,0 +1,395 @@
+/*
+ * gtm.cu - the grid token-mask sort: two launches for any T, token masks per
+ * expert over the whole grid, then a CTA per expert (v16, session 17; a lab path
+ * behind the knob gtm, off by default: written without a device, not yet run on
+ * a GPU).
+ *
+ * Why: every sort of the library from T*k ~ 2048 up spends its time on
+ * dependent phases (the mid sort and ctm walk all entries in every CTA; the large
+ * sort ranks slices, scans G chunk counts per expert, then places: 3 launches);
+ * the sort alone costs 5.7 us at T = 1024 and 12.5 at T = 16384 (DeepSeek-R1 sizes,
+ * results run 26), issue 4 asks <= 10 at 16384, and route = gate + sort asks <= 4 at
+ * T = 1024. Here the order of the entries inside an expert comes from a bit mask
+ * over the tokens (an OR is order-free, so it is deterministic without any scan over
+ * CTAs), and the only cross-CTA dependency left is the experts' starts.
+ *
+ *   K1 (mr_gtm_mask_kernel): CTA c owns the tokens [32 NW c, 32 NW (c+1)) (whole
+ *      words of 32 tokens, so no other CTA writes its words and nothing needs to be
+ *      zeroed beforehand). In shared memory it sets, for every entry i = t*k + j with
+ *      a valid, enabled expert e, bit t of m[0][e] and bit t of m[1+p][e] for every
+ *      set bit p of j (the slot's bit planes, P = ceil(log2 k) of them), then writes
+ *      its words of every row to the workspace (all of them, zeros included). A bit
+ *      that was already set means a token named e twice (only a sort input can):
+ *      the CTA's duplicate flag. CTA 0 also zeroes K2's status words.
+ *   K2 (mr_gtm_place_kernel<NT>): CTA e owns expert e.
+ *      A. loads its mask row and planes, counts its entries (popcounts; with a
+ *         duplicate anywhere, the multiplicity of e in each marked token's row),
+ *         publishes {pad_e, enabled_e} in status[e] with a flag bit (one 64-bit
+ *         store: the flag and the value land together);
+ *      B. reads status[x] of every x < e (spinning on the flag), sums them:
+ *         start_e and local_id(e). A CTA waits only on lower CTAs, which publish
+ *         before they wait and are dispatched first, so there is no cycle
+ *         (the decoupled look-back's argument, here with all predecessors read
+ *         at once: E <= 1024 words);
+ *      C. one block scan of the per-thread counts gives every marked token's rank;
+ *         entry (t, j) goes to start_e + rank, j read from the bit planes (with a
+ *         duplicate: every j with ids[t*k + j] == e, ascending);
+ *      D. its padding and block ids; CTA E - 1 the totals.
+ *      Further CTAs clear moe_buf (they start once every K1 CTA has passed its
+ *      PDL wait, so the previous work on the stream is done).
+ *
+ * Positions are a pure function of the ids (contract 3): the same bits as every
+ * other sort. Workspace (sized by mr_cuda_gtm_workspace): status [E] u64 | dup
+ * flags [G1] | masks [(1 + P) * E][Wp] (Wp = ceil(T/32) rounded up to 4 words;
+ * words >= W are never written and K2 ignores them).
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "cuda/sort.cuh"
+
+#define MR_GTM_K1_THREADS 256
+#define MR_GTM_V 4                                 /* mask words per K2 thread and round (one uint4) */
+#define MR_GTM_MAX_PLANES 5                        /* k <= 32 */
+#define MR_GTM_SMEM_WORDS (48 * 1024 / 4)          /* K1's static budget (no opt-in) */
+#define MR_GTM_MAX_MASK_BYTES ((size_t)64 << 20)   /* fits: the masks at most 64 MB */
+#define MR_GTM_FLAG (1ull << 63)
+#define MR_GTM_EN_SHIFT 40
+
+typedef struct mr_gtm_k {
+  uint32_t T, E, k, U;
+  uint32_t W, Wp;      /* mask words per row (ceil(T/32)) and the row stride (W rounded up to 4) */
+  uint32_t NW, nw_magic; /* K1: words per CTA and row, mr_magic(NW) */
+  uint32_t G1;         /* K1 CTAs */
+  uint32_t planes;     /* P = ceil(log2 k) */
+  uint32_t rounds;     /* K2: ceil(W / (NT * V)) */
+  unsigned long long* status; /* [E] */
+  uint32_t* dup;              /* [G1] */
+  uint32_t* mask;             /* [(1 + P) * E][Wp] */
+} mr_gtm_k;
+
+__device__ __forceinline__ void mr_gtm_st_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long mr_gtm_ld_relaxed(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+/* ---- K1: the token masks ---------------------------------------------------- */
+
+__global__ void __launch_bounds__(MR_GTM_K1_THREADS)
+    mr_gtm_mask_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gtm_k g,
+                       const int32_t* topk_ids) {
+  extern __shared__ __align__(16) uint32_t mr_gtm_smem[]; /* m [(1 + P) * E][NW] | en [E] */
+  const uint32_t tid = threadIdx.x, c = blockIdx.x;
+  const uint32_t E = g.E, NW = g.NW, k = g.k;
+  const uint32_t rows = (1u + g.planes) * E, words = rows * NW;
+  uint32_t* m = mr_gtm_smem;
+  uint32_t* en = mr_gtm_smem + words;
+  for (uint32_t q = tid; q < words; q += MR_GTM_K1_THREADS) m[q] = 0u; /* shared only: before the wait */
+  mr_pdl_enter(); /* the producer of topk_ids (and the previous call) is done; K2 may launch */
+  for (uint32_t e = tid; e < E; e += MR_GTM_K1_THREADS)
+    en[e] = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0 ? 1u : 0u;
+  if (c == 0u)
+    for (uint32_t e = tid; e < E; e += MR_GTM_K1_THREADS) g.status[e] = 0ull; /* K2 reads them after its wait */
+  __syncthreads();
+  const uint32_t t0 = c * NW * 32u;
+  const uint32_t t1 = min(g.T, t0 + NW * 32u);
+  const uint32_t i1 = t1 * k;
+  uint32_t dup = 0u;
+  /* four loads in flight per thread before the shared atomics */
+  for (uint32_t i = t0 * k + tid; i < i1; i += 4u * MR_GTM_K1_THREADS) {
+    int32_t x[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const uint32_t iu = i + (uint32_t)u * MR_GTM_K1_THREADS;
+      x[u] = iu < i1 ? __ldg(topk_ids + iu) : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const uint32_t e = (uint32_t)x[u]; /* negative ids wrap above E */
+      if (e >= E || en[e] == 0u) continue; /* dropped: out of range or masked */
+      const uint32_t iu = i + (uint32_t)u * MR_GTM_K1_THREADS;
+      const uint32_t t = mr_udiv(iu, k, o.k_magic), j = iu - t * k;
+      const uint32_t lt = t - t0, w = lt >> 5, bit = 1u << (lt & 31u);
+      dup |= atomicOr(m + e * NW + w, bit) & bit;
+      for (uint32_t p = 0; p < g.planes; ++p)
+        if ((j >> p) & 1u) atomicOr(m + ((1u + p) * E + e) * NW + w, bit);
+    }
+  }
+  const int any_dup = __syncthreads_or(dup != 0u);
+  /* this CTA's words of every row: row r, words [c NW, c NW + nw) of its W */
+  const uint32_t wbase = c * NW, nw = min(NW, g.W - wbase);
+  for (uint32_t q = tid; q < words; q += MR_GTM_K1_THREADS) {
+    const uint32_t r = mr_udiv(q, NW, g.nw_magic), w = q - r * NW;
+    if (w < nw) g.mask[(size_t)r * g.Wp + wbase + w] = m[q];
+  }
+  if (tid == 0u) g.dup[c] = any_dup ? 1u : 0u;
+}
+
+/* ---- K2: a CTA per expert ----------------------------------------------------- */
+
+/* Block-wide exclusive scan of v (every thread calls); *total = the sum. */
+template <int NT>
+__device__ __forceinline__ uint32_t mr_gtm_block_scan(uint32_t v, uint32_t* total, uint32_t* s_warp) {
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const uint32_t inc = mr_warp_incl_scan(v, lane);
+  if (lane == 31u) s_warp[warp] = inc;
+  __syncthreads();
+  uint32_t before = 0u, sum = 0u;
+#pragma unroll
+  for (int q = 0; q < NT / 32; ++q) {
+    const uint32_t s = s_warp[q];
+    before += (uint32_t)q < warp ? s : 0u;
+    sum += s;
+  }
+  __syncthreads(); /* s_warp may be reused */
+  *total = sum;
+  return before + inc - v;
+}
+template <int NT>
+__device__ __forceinline__ unsigned long long mr_gtm_block_sum64(unsigned long long v, unsigned long long* s_warp) {
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(MR_FULL_MASK, v, off);
+  if (lane == 0u) s_warp[warp] = v;
+  __syncthreads();
+  unsigned long long sum = 0ull;
+#pragma unroll
+  for (int q = 0; q < NT / 32; ++q) sum += s_warp[q];
+  __syncthreads();
+  return sum;
+}
+
+/* Entries of expert e in token t's row (duplicates only). */
+__device__ __forceinline__ uint32_t mr_gtm_mult(const int32_t* ids, uint32_t t, uint32_t k, uint32_t e) {
+  uint32_t n = 0u;
+  for (uint32_t j = 0; j < k; ++j) n += (uint32_t)__ldg(ids + (size_t)t * k + j) == e ? 1u : 0u;
+  return n;
+}
+
+/* One round's words of a row: words [base, base + V) of row r, zero past W. */
+__device__ __forceinline__ uint4 mr_gtm_load4(const mr_gtm_k& g, uint32_t r, uint32_t base) {
+  uint4 v = make_uint4(0u, 0u, 0u, 0u);
+  if (base < g.W) {
+    v = __ldcg((const uint4*)(g.mask + (size_t)r * g.Wp + base));
+    if (base + 1u >= g.W) v.y = 0u;
+    if (base + 2u >= g.W) v.z = 0u;
+    if (base + 3u >= g.W) v.w = 0u;
+  }
+  return v;
+}
+__device__ __forceinline__ uint32_t mr_gtm_word(const uint4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+
+/* The thread's entries in its four words m (tokens 32 base ...): popcounts, or with
+ * a duplicate the multiplicities. */
+__device__ __forceinline__ uint32_t mr_gtm_count(const uint4& m, uint32_t base, bool dup, const int32_t* ids,
+                                                 uint32_t k, uint32_t e) {
+  uint32_t c = 0u;
+#pragma unroll
+  for (int q = 0; q < MR_GTM_V; ++q) {
+    uint32_t bits = mr_gtm_word(m, q);
+    if (!dup) {
+      c += __popc(bits);
+      continue;
+    }
+    while (bits) {
+      const uint32_t b = __ffs(bits) - 1u;
+      bits &= bits - 1u;
+      c += mr_gtm_mult(ids, (base + (uint32_t)q) * 32u + b, k, e);
+    }
+  }
+  return c;
+}
+
+template <int NT>
+__global__ void __launch_bounds__(NT)
+    mr_gtm_place_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gtm_k g,
+                        const int32_t* topk_ids, const float* topk_weights) {
+  __shared__ uint32_t s_warp[NT / 32];
+  __shared__ unsigned long long s_warp64[NT / 32];
+  const uint32_t tid = threadIdx.x, e = blockIdx.x, E = g.E, k = g.k, U = g.U;
+  if (e >= E) { /* clear-only CTAs: K1's CTAs have all passed their wait */
+    mr_pdl_launch_dependents();
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(e - E) * NT + tid, (size_t)(gridDim.x - E) * NT);
+    return;
+  }
+  mr_pdl_enter(); /* K1's masks, flags and zeroed status words are visible */
+  /* A. every load of round 0 at once: the duplicate flags, the mask words, the planes */
+  uint32_t d = 0u;
+  for (uint32_t c = tid; c < g.G1; c += NT) d |= __ldcg(g.dup + c);
+  const uint32_t base0 = tid * MR_GTM_V;
+  uint4 m0 = mr_gtm_load4(g, e, base0);
+  uint4 pl0[MR_GTM_MAX_PLANES];
+#pragma unroll
+  for (int p = 0; p < MR_GTM_MAX_PLANES; ++p)
+    pl0[p] = (uint32_t)p < g.planes ? mr_gtm_load4(g, (1u + (uint32_t)p) * E + e, base0) : make_uint4(0u, 0u, 0u, 0u);
+  const bool dup = __syncthreads_or(d != 0u) != 0;
+  uint32_t cnt = mr_gtm_count(m0, base0, dup, topk_ids, k, e);
+  for (uint32_t r = 1; r < g.rounds; ++r) {
+    const uint32_t base = (r * NT + tid) * MR_GTM_V;
+    cnt += mr_gtm_count(mr_gtm_load4(g, e, base), base, dup, topk_ids, k, e);
+  }
+  const unsigned long long total64 = mr_gtm_block_sum64<NT>(cnt, s_warp64);
+  const uint32_t total = (uint32_t)total64;
+  const bool en = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0;
+  const uint32_t pad = mr_udiv(total + U - 1u, U, o.u_magic) * U; /* 0 for a masked expert: no entries */
+  if (tid == 0u)
+    mr_gtm_st_relaxed(g.status + e, MR_GTM_FLAG | ((unsigned long long)(en ? 1u : 0u) << MR_GTM_EN_SHIFT) | pad);
+  /* B. the starts: every lower expert's status (published before its CTA waits) */
+  unsigned long long acc = 0ull;
+  for (uint32_t x = tid; x < e; x += NT) {
+    unsigned long long v;
+    do {
+      v = mr_gtm_ld_relaxed(g.status + x);
+    } while ((v & MR_GTM_FLAG) == 0ull);
+    acc += v & ~MR_GTM_FLAG;
+  }
+  acc = mr_gtm_block_sum64<NT>(acc, s_warp64);
+  const uint32_t start = (uint32_t)(acc & ((1ull << MR_GTM_EN_SHIFT) - 1ull));
+  const uint32_t local = (uint32_t)(acc >> MR_GTM_EN_SHIFT);
+  /* C. the entries: ranks by one block scan per round */
+  const bool want_w = o.sorted_ids != NULL && o.sorted_weights != NULL && topk_weights != NULL;
+  uint32_t done = 0u; /* entries of earlier rounds */
+  for (uint32_t r = 0; r < g.rounds; ++r) {
+    const uint32_t base = (r * NT + tid) * MR_GTM_V;
+    uint32_t c = cnt;
+    if (g.rounds > 1u) { /* cnt spans every round: this round's words (round 0's are m0, pl0) */
+      if (r > 0u) {
+        m0 = mr_gtm_load4(g, e, base);
+#pragma unroll
+        for (int p = 0; p < MR_GTM_MAX_PLANES; ++p)
+          pl0[p] = (uint32_t)p < g.planes ? mr_gtm_load4(g, (1u + (uint32_t)p) * E + e, base) : make_uint4(0u, 0u, 0u, 0u);
+      }
+      c = mr_gtm_count(m0, base, dup, topk_ids, k, e);
+    }
+    const uint4 m = m0;
+    uint32_t round_total;
+    uint32_t pos = start + done + mr_gtm_block_scan<NT>(c, &round_total, s_warp);
+    done += round_total;
+#pragma unroll
+    for (int q = 0; q < MR_GTM_V; ++q) {
+      uint32_t bits = mr_gtm_word(m, q);
+      while (bits) {
+        const uint32_t b = __ffs(bits) - 1u;
+        bits &= bits - 1u;
+        const uint32_t t = (base + (uint32_t)q) * 32u + b;
+        if (!dup) {
+          uint32_t j = 0u;
+#pragma unroll
+          for (int p = 0; p < MR_GTM_MAX_PLANES; ++p) j |= ((mr_gtm_word(pl0[p], q) >> b) & 1u) << p;
+          const uint32_t i = t * k + j;
+          mr_emit_entry_at(&o, pos++, i, t, j, want_w ? __float_as_uint(__ldg(topk_weights + i)) : 0u);
+        } else {
+          for (uint32_t j = 0; j < k; ++j) {
+            const uint32_t i = t * k + j;
+            if ((uint32_t)__ldg(topk_ids + i) != e) continue;
+            mr_emit_entry_at(&o, pos++, i, t, j, want_w ? __float_as_uint(__ldg(topk_weights + i)) : 0u);
+          }
+        }
+      }
+    }
+  }
+  /* D. padding and block ids of e; the totals */
+  for (uint32_t j = total + tid; j < pad; j += NT) mr_emit_pad_slot(&o, start + j);
+  const uint32_t b1 = mr_udiv(start + pad, U, o.u_magic);
+  for (uint32_t b = mr_udiv(start, U, o.u_magic) + tid; b < b1; b += NT) mr_emit_block_id(&o, b, (int32_t)local);
+  if (e == E - 1u && tid == 0u) mr_emit_totals(&o, start + pad);
+}
+
+/* ---- host ---- */
+
+static uint32_t mr_gtm_planes(uint32_t k) {
+  uint32_t p = 0u;
+  while ((1u << p) < k) ++p;
+  return p;
+}
+
+#define MR_GTM_ALIGN(x) (((x) + 255u) & ~(size_t)255u)
+
+/* The launch plan and the workspace layout (offsets from the workspace's start);
+ * 0 where the path does not fit. K2's threads: 64 up to W = 256 words (T = 8192),
+ * else 256 (rounds of 1024 words). */
+static int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size_t* smem, size_t off[3], size_t* bytes) {
+  const int64_t T = cfg->num_tokens, E = cfg->num_experts, k = cfg->top_k;
+  if (T < 1 || E < 1 || E > 1024 || k < 1 || k > 32 || T * k >= ((int64_t)1 << 31)) return 0;
+  memset(g, 0, sizeof *g);
+  g->T = (uint32_t)T;
+  g->E = (uint32_t)E;
+  g->k = (uint32_t)k;
+  g->U = (uint32_t)cfg->unit_size;
+  g->planes = mr_gtm_planes(g->k);
+  g->W = (uint32_t)((T + 31) / 32);
+  g->Wp = (g->W + 3u) & ~3u;
+  const size_t rows = (size_t)(1u + g->planes) * g->E;
+  const size_t mask_bytes = rows * g->Wp * 4u;
+  if (mask_bytes > MR_GTM_MAX_MASK_BYTES) return 0;
+  /* K1: about two CTAs per SM, NW words per row each, within 48 KB of shared memory */
+  const uint32_t max_nw = (uint32_t)((MR_GTM_SMEM_WORDS - g->E) / rows);
+  if (max_nw < 1u) return 0;
+  const uint32_t target = 2u * (uint32_t)mr_cuda_sm_count();
+  uint32_t NW = (g->W + target - 1u) / target;
+  if (NW > max_nw) NW = max_nw;
+  if (NW < 1u) NW = 1u;
+  g->NW = NW;
+  g->nw_magic = mr_magic(NW);
+  g->G1 = (g->W + NW - 1u) / NW;
+  *smem = (rows * NW + g->E) * 4u;
+  *nt = g->W <= 256u ? 64u : 256u;
+  g->rounds = (g->W + *nt * MR_GTM_V - 1u) / (*nt * MR_GTM_V);
+  off[0] = 0;                                           /* status [E] u64 */
+  off[1] = MR_GTM_ALIGN((size_t)g->E * 8u);             /* dup [G1] */
+  off[2] = off[1] + MR_GTM_ALIGN((size_t)g->G1 * 4u);   /* masks */
+  *bytes = off[2] + MR_GTM_ALIGN(mask_bytes);
+  return 1;
+}
+
+extern "C" int mr_cuda_gtm_fits(const mr_config* cfg) {
+  mr_gtm_k g;
+  unsigned nt;
+  size_t smem, off[3], bytes;
+  return mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes);
+}
+
+extern "C" int mr_cuda_gtm_takes(const mr_config* cfg, int op) {
+  const int knob = mr_cuda_tune.gtm;
+  if (knob <= 0 || mr_cuda_tune.force_general) return 0;
+  if (knob == 2 && op != (int)MOEROUTE_OP_SORT) return 0;
+  return mr_cuda_gtm_fits(cfg);
+}
+
+extern "C" size_t mr_cuda_gtm_workspace(const mr_config* cfg) {
+  mr_gtm_k g;
+  unsigned nt;
+  size_t smem, off[3], bytes;
+  return mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) ? bytes : 0u;
+}
+
+extern "C" cudaError_t mr_cuda_launch_gtm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                               const float* topk_weights, void* workspace, cudaStream_t stream) {
+  mr_gtm_k g;
+  unsigned nt;
+  size_t smem, off[3], bytes;
+  if (!mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) || workspace == NULL) return cudaErrorInvalidConfiguration;
+  unsigned char* ws = (unsigned char*)workspace;
+  g.status = (unsigned long long*)(ws + off[0]);
+  g.dup = (uint32_t*)(ws + off[1]);
+  g.mask = (uint32_t*)(ws + off[2]);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  cudaLaunchConfig_t lc = mr_launch_config(g.G1, MR_GTM_K1_THREADS, smem, stream);
+  mr_decode_pdl(&lc, attr, &na);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_mask_kernel, *o, g, topk_ids));
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)nt);
+  lc = mr_launch_config(g.E + (unsigned)clear, nt, 0, stream);
+  na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  if (nt == 64u)
+    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<64>, *o, g, topk_ids, topk_weights));
+  else
+    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<256>, *o, g, topk_ids, topk_weights));
+  return cudaSuccess;
+}
