@@ -3,10 +3,10 @@
 # token-mask sort (gtm.cu, lab knob gtm, perf-log v16). Every step under a timeout, so that a hang in
 # the new kernels (K2 spins on lower CTAs' status words) costs its step, not the call:
 #   1. large_lab --gtm --no-time --quick under compute-sanitizer memcheck, racecheck and synccheck;
-#   2. large_lab --gtm: its checks (every shape, T = 1 .. 262144, hot-expert / all-masked / duplicate-free
+#   2. large_lab --gtm: its checks (gtm = 1, its no-PDL form, gtm = 3 with route's gating in K1; every shape, T = 1 .. 262144, hot-expert / all-masked / duplicate-free
 #      inputs, U = 1 .. 1024, PDL on and off; route against the CPU sort of its own top-k and the CPU gate,
 #      sort against the CPU sort, whole arrays, poisoned buffers and workspace, moe_buf guards), then the
-#      timing table: the default paths and gtm side by side (kernel metric; route, route + buf, sort,
+#      timing table: the default paths, gtm and gtm = 3 side by side (kernel metric; route, route + buf, sort,
 #      sort + buf, the memset), the outputs compared again after the timing (`agree`);
 #   3. cuda_check 600 (gtm drawn among the other knobs, against the CPU backend);
 #   4. test_cuda --quick (the default paths, whose code did not change).

@@ -69,6 +69,7 @@ static const Variant VARIANTS[] = {
     {"seg L1 wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16}, {"seg L1 always wide", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 16},
     {"gtm", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, /* v16: gate kernel + the grid token-mask sort */
     {"gtm no PDL", 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, /* the same, every launch in plain stream order */
+    {"gtm fused", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3}, /* route: gating and masks in one launch (K1g), K2 */
 };
 #define VAR_GTM 20
 #define NVAR ((int)(sizeof VARIANTS / sizeof *VARIANTS))
@@ -708,8 +709,9 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
 }
 
 /* ---- v16: the grid token-mask sort (gtm.cu) against the default paths --------------------
- * Per shape and T: route (no buf), route + buf, sort, sort + buf of the default paths and of
- * gtm (route = gate kernel + gtm's two launches), kernel metric, side by side with the memset
+ * Per shape and T: route (no buf), route + buf, sort, sort + buf of the default paths, of
+ * gtm (route = gate kernel + gtm's two launches) and of gtm = 3 (route's gating inside gtm's
+ * first launch for PACKED rows; its sort is gtm's), kernel metric, side by side with the memset
  * of the same moe_buf; then the same calls once more into poisoned buffers, and gtm's
  * layouts compared bit for bit with the default's (route: also the top-k): `agree`. */
 static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
@@ -728,10 +730,10 @@ static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   CK(cudaMemcpy(w, x.b.d[B_TOPK_W], x.b.bytes[B_TOPK_W], cudaMemcpyDeviceToHost));
   spin_kernel<<<264, 128, 0, s>>>(40000000ull);
   const double ms = time_op(OP_MEMSET, &p, &bu, s);
-  const int vs[2] = {0, VAR_GTM};
-  double t[2][4];
-  HostOut out[2][2];
-  for (int q = 0; q < 2; ++q) {
+  const int vs[3] = {0, VAR_GTM, VAR_GTM + 2}; /* the default paths, gtm, gtm with route's K1g */
+  double t[3][4];
+  HostOut out[3][2];
+  for (int q = 0; q < 3; ++q) {
     set_variant(vs[q]);
     t[q][0] = time_op(OP_ROUTE, &pn, &bn, s);
     t[q][1] = time_op(OP_ROUTE, &p, &bu, s);
@@ -749,16 +751,21 @@ static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
     if (moeroute_cuda_sort(&pn, &bn, s) != MOEROUTE_OK) exit(2);
     download(&x.b, &out[q][1]);
   }
-  const int agree = same_out(&out[0][0], &out[1][0], &x.b) && same_out(&out[0][1], &out[1][1], &x.b);
+  int agree = 1;
+  for (int q = 1; q < 3; ++q)
+    agree &= same_out(&out[0][0], &out[q][0], &x.b) && same_out(&out[0][1], &out[q][1], &x.b);
   if (!agree) g_fail++;
-  for (int q = 0; q < 2; ++q)
+  static const char* VN[3] = {"auto", "gtm", "gtm3"};
+  for (int q = 0; q < 3; ++q)
     printf("gtm %-20s T=%6lld %-5s route %8.2f  route+buf %8.2f  sort %7.2f  sort+buf %8.2f  memset %8.2f  "
            "route+buf/memset %5.3f  agree %d\n",
-           sh->name, (long long)T, q ? "gtm" : "auto", t[q][0], t[q][1], t[q][2], t[q][3], ms, t[q][1] / ms, agree);
-  printf("gtm %-20s T=%6lld ratio gtm/auto: route %5.3f  route+buf %5.3f  sort %5.3f  sort+buf %5.3f\n", sh->name,
-         (long long)T, t[1][0] / t[0][0], t[1][1] / t[0][1], t[1][2] / t[0][2], t[1][3] / t[0][3]);
+           sh->name, (long long)T, VN[q], t[q][0], t[q][1], t[q][2], t[q][3], ms, t[q][1] / ms, agree);
+  printf("gtm %-20s T=%6lld ratio gtm/auto: route %5.3f  route+buf %5.3f  sort %5.3f  sort+buf %5.3f  "
+         "gtm3/auto: route %5.3f  route+buf %5.3f\n",
+         sh->name, (long long)T, t[1][0] / t[0][0], t[1][1] / t[0][1], t[1][2] / t[0][2], t[1][3] / t[0][3],
+         t[2][0] / t[0][0], t[2][1] / t[0][1]);
   fflush(stdout);
-  for (int q = 0; q < 2; ++q)
+  for (int q = 0; q < 3; ++q)
     for (int r = 0; r < 2; ++r) hostout_free(&out[q][r]);
   free(ids);
   free(w);
@@ -778,6 +785,9 @@ static void gtm_checks(int quick) {
       const int v = (si + ti) % 3 == 2 ? VAR_GTM + 1 : VAR_GTM; /* a third without PDL */
       check_route(&SHAPES[si], Ts[ti], (si + ti) % 2, v, 0);
       check_sort(&SHAPES[si], Ts[ti], (si + ti + 1) % 2, v, 0);
+      if (SHAPES[si].score == MOEROUTE_SCORE_SOFTMAX && !SHAPES[si].bias && SHAPES[si].G == 1 &&
+          SHAPES[si].dt != MOEROUTE_DTYPE_FP32) /* PACKED rows: route's fused first launch (K1g) */
+        check_route(&SHAPES[si], Ts[ti], (si + ti + 1) % 2, VAR_GTM + 2, 0);
     }
   const int kshapes[] = {0, 3, 4, 5};
   const int64_t kT[] = {33, 1000, 16384};
@@ -786,7 +796,7 @@ static void gtm_checks(int quick) {
       for (int b = 0; b < 3; ++b) {
         if (quick && (b != 1 || a >= 2)) continue;
         g_kind = kind;
-        if (kind != KIND_DISTINCT) check_route(&SHAPES[kshapes[a]], kT[b], b % 2, VAR_GTM, 0);
+        if (kind != KIND_DISTINCT) check_route(&SHAPES[kshapes[a]], kT[b], b % 2, a % 2 ? VAR_GTM : VAR_GTM + 2, 0);
         check_sort(&SHAPES[kshapes[a]], kT[b], (b + 1) % 2, VAR_GTM, 0);
         g_kind = KIND_RANDOM;
       }
@@ -804,6 +814,7 @@ static void gtm_checks(int quick) {
     }
   if (!quick) {
     check_route(&SHAPES[0], 262144, 1, VAR_GTM, 0);
+    check_route(&SHAPES[1], 262144, 0, VAR_GTM + 2, 0);
     check_sort(&SHAPES[0], 262144, 0, VAR_GTM, 0);
     g_kind = KIND_DISTINCT;
     check_sort(&SHAPES[4], 262144, 1, VAR_GTM, 0);

@@ -375,7 +375,9 @@ typedef struct mr_cuda_tuning {
                             lab): 0 = off, 1 = on */
   int gtm;               /* the grid token-mask sort (gtm.cu, v16, lab): two launches, token masks per expert over
                             the whole grid, then a CTA per expert: 0 = off (no auto rule yet), 1 = the sort entry
-                            point and route's sort wherever it fits, 2 = the sort entry point only */
+                            point and route's sort wherever it fits (route: gate kernel, K1, K2), 2 = the sort
+                            entry point only, 3 = as 1 with route's gating inside K1 for PACKED rows
+                            (gtm_gate.cu: gate + masks, then K2) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -483,6 +485,10 @@ int mr_cuda_gtm_takes(const mr_config* cfg, int op);
 size_t mr_cuda_gtm_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_gtm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                     const float* topk_weights, void* workspace, cudaStream_t stream);
+/* gtm_gate.cu: route's gating and masks in one launch (K1g), then K2, for PACKED rows (16-bit
+ * softmax without bias or groups); cudaErrorNotSupported, nothing launched, for other rows. */
+cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                     int32_t* topk_ids, float* topk_weights, void* workspace, cudaStream_t stream);
 
 /* fused.cu: the one-launch route for small T*k. */
 int mr_cuda_fused_fits(const mr_config* cfg);

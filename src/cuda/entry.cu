@@ -373,9 +373,13 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     unsigned char* tail = (unsigned char*)buffers->workspace + mr_cuda_gtm_workspace(&cfg);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
     float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
-    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    if (err == cudaSuccess)
-      err = mr_cuda_launch_gtm_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, buffers->workspace, s);
+    err = mr_cuda_tune.gtm == 3 ? mr_cuda_launch_gtm_route(&cfg, &ga, &so, ids, wts, buffers->workspace, s)
+                                : cudaErrorNotSupported;
+    if (err == cudaErrorNotSupported) { /* not fused (knob), or not PACKED rows: gate kernel, K1, K2 */
+      err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+      if (err == cudaSuccess)
+        err = mr_cuda_launch_gtm_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, buffers->workspace, s);
+    }
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_tiny_takes(&cfg, &ga)) {
     err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_route_takes(&cfg, &ga)) {

@@ -13,14 +13,15 @@
  * over the tokens (an OR is order-free, so it is deterministic without any scan over
  * CTAs), and the only cross-CTA dependency left is the experts' starts.
  *
- *   K1 (mr_gtm_mask_kernel): CTA c owns the tokens [32 NW c, 32 NW (c+1)) (whole
- *      words of 32 tokens, so no other CTA writes its words and nothing needs to be
- *      zeroed beforehand). In shared memory it sets, for every entry i = t*k + j with
- *      a valid, enabled expert e, bit t of m[0][e] and bit t of m[1+p][e] for every
- *      set bit p of j (the slot's bit planes, P = ceil(log2 k) of them), then writes
- *      its words of every row to the workspace (all of them, zeros included). A bit
- *      that was already set means a token named e twice (only a sort input can):
- *      the CTA's duplicate flag. CTA 0 also zeroes K2's status words.
+ *   K1 (mr_gtm_mask_kernel; gtm.cuh): CTA c owns NB bytes of every mask row, i.e. the
+ *      tokens [8 NB c, 8 NB (c+1)) (no other CTA writes them, so nothing needs to be
+ *      zeroed beforehand and no global atomic is used). In shared memory it sets, for
+ *      every entry i = t*k + j with a valid, enabled expert e, bit t of m[0][e] and bit t
+ *      of m[1+p][e] for every set bit p of j (the slot's bit planes, P = ceil(log2 k) of
+ *      them), then writes its bytes of every row to the workspace (zeros included). A bit
+ *      that was already set means a token named e twice (only a sort input can): the
+ *      CTA's duplicate flag. CTA 0 also zeroes K2's status words. gtm_gate.cu's K1g does
+ *      the same from the rows it gates (route).
  *   K2 (mr_gtm_place_kernel<NT>): CTA e owns expert e.
  *      A. loads its mask row and planes, counts its entries (popcounts; with a
  *         duplicate anywhere, the multiplicity of e in each marked token's row),
@@ -41,31 +42,17 @@
  * Positions are a pure function of the ids (contract 3): the same bits as every
  * other sort. Workspace (sized by mr_cuda_gtm_workspace): status [E] u64 | dup
  * flags [G1] | masks [(1 + P) * E][Wp] (Wp = ceil(T/32) rounded up to 4 words;
- * words >= W are never written and K2 ignores them).
+ * words >= W are never written and K2 ignores them; gtm.cuh has the layout).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
-#include "cuda/sort.cuh"
+#include "cuda/gtm.cuh"
 
-#define MR_GTM_K1_THREADS 256
 #define MR_GTM_V 4                                 /* mask words per K2 thread and round (one uint4) */
-#define MR_GTM_MAX_PLANES 5                        /* k <= 32 */
-#define MR_GTM_SMEM_WORDS (48 * 1024 / 4)          /* K1's static budget (no opt-in) */
+#define MR_GTM_SMEM_WORDS (48 * 1024 / 4)          /* the first launch's budget (no opt-in) */
 #define MR_GTM_MAX_MASK_BYTES ((size_t)64 << 20)   /* fits: the masks at most 64 MB */
 #define MR_GTM_FLAG (1ull << 63)
 #define MR_GTM_EN_SHIFT 40
-
-typedef struct mr_gtm_k {
-  uint32_t T, E, k, U;
-  uint32_t W, Wp;      /* mask words per row (ceil(T/32)) and the row stride (W rounded up to 4) */
-  uint32_t NW, nw_magic; /* K1: words per CTA and row, mr_magic(NW) */
-  uint32_t G1;         /* K1 CTAs */
-  uint32_t planes;     /* P = ceil(log2 k) */
-  uint32_t rounds;     /* K2: ceil(W / (NT * V)) */
-  unsigned long long* status; /* [E] */
-  uint32_t* dup;              /* [G1] */
-  uint32_t* mask;             /* [(1 + P) * E][Wp] */
-} mr_gtm_k;
 
 __device__ __forceinline__ void mr_gtm_st_relaxed(unsigned long long* p, unsigned long long v) {
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -76,27 +63,19 @@ __device__ __forceinline__ unsigned long long mr_gtm_ld_relaxed(const unsigned l
   return v;
 }
 
-/* ---- K1: the token masks ---------------------------------------------------- */
+/* ---- K1: the token masks from topk_ids -------------------------------------------- */
 
 __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
     mr_gtm_mask_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gtm_k g,
                        const int32_t* topk_ids) {
-  extern __shared__ __align__(16) uint32_t mr_gtm_smem[]; /* m [(1 + P) * E][NW] | en [E] */
-  const uint32_t tid = threadIdx.x, c = blockIdx.x;
-  const uint32_t E = g.E, NW = g.NW, k = g.k;
-  const uint32_t rows = (1u + g.planes) * E, words = rows * NW;
-  uint32_t* m = mr_gtm_smem;
-  uint32_t* en = mr_gtm_smem + words;
-  for (uint32_t q = tid; q < words; q += MR_GTM_K1_THREADS) m[q] = 0u; /* shared only: before the wait */
-  mr_pdl_enter(); /* the producer of topk_ids (and the previous call) is done; K2 may launch */
-  for (uint32_t e = tid; e < E; e += MR_GTM_K1_THREADS)
-    en[e] = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0 ? 1u : 0u;
-  if (c == 0u)
-    for (uint32_t e = tid; e < E; e += MR_GTM_K1_THREADS) g.status[e] = 0ull; /* K2 reads them after its wait */
-  __syncthreads();
-  const uint32_t t0 = c * NW * 32u;
-  const uint32_t t1 = min(g.T, t0 + NW * 32u);
-  const uint32_t i1 = t1 * k;
+  extern __shared__ __align__(16) uint32_t mr_gtm_smem[]; /* mr_gtm_k1_words */
+  uint32_t* sm = mr_gtm_smem;
+  const uint32_t* en = sm + (1u + g.planes) * g.E * g.swr;
+  mr_gtm_k1_begin(o, g, sm);
+  const uint32_t E = g.E, k = g.k, tid = threadIdx.x;
+  const uint32_t t0 = blockIdx.x * g.NB * 8u;
+  const uint32_t t1 = min(g.T, t0 + g.NB * 8u); /* t0 >= T: a CTA of padding bytes only */
+  const uint32_t i1 = t0 < t1 ? t1 * k : 0u;
   uint32_t dup = 0u;
   /* four loads in flight per thread before the shared atomics */
   for (uint32_t i = t0 * k + tid; i < i1; i += 4u * MR_GTM_K1_THREADS) {
@@ -111,21 +90,11 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
       const uint32_t e = (uint32_t)x[u]; /* negative ids wrap above E */
       if (e >= E || en[e] == 0u) continue; /* dropped: out of range or masked */
       const uint32_t iu = i + (uint32_t)u * MR_GTM_K1_THREADS;
-      const uint32_t t = mr_udiv(iu, k, o.k_magic), j = iu - t * k;
-      const uint32_t lt = t - t0, w = lt >> 5, bit = 1u << (lt & 31u);
-      dup |= atomicOr(m + e * NW + w, bit) & bit;
-      for (uint32_t p = 0; p < g.planes; ++p)
-        if ((j >> p) & 1u) atomicOr(m + ((1u + p) * E + e) * NW + w, bit);
+      const uint32_t t = mr_udiv(iu, k, o.k_magic);
+      dup |= mr_gtm_k1_mark(g, sm, e, t - t0, iu - t * k);
     }
   }
-  const int any_dup = __syncthreads_or(dup != 0u);
-  /* this CTA's words of every row: row r, words [c NW, c NW + nw) of its W */
-  const uint32_t wbase = c * NW, nw = min(NW, g.W - wbase);
-  for (uint32_t q = tid; q < words; q += MR_GTM_K1_THREADS) {
-    const uint32_t r = mr_udiv(q, NW, g.nw_magic), w = q - r * NW;
-    if (w < nw) g.mask[(size_t)r * g.Wp + wbase + w] = m[q];
-  }
-  if (tid == 0u) g.dup[c] = any_dup ? 1u : 0u;
+  mr_gtm_k1_publish(g, sm, dup);
 }
 
 /* ---- K2: a CTA per expert ----------------------------------------------------- */
@@ -311,9 +280,11 @@ static uint32_t mr_gtm_planes(uint32_t k) {
 #define MR_GTM_ALIGN(x) (((x) + 255u) & ~(size_t)255u)
 
 /* The launch plan and the workspace layout (offsets from the workspace's start);
- * 0 where the path does not fit. K2's threads: 64 up to W = 256 words (T = 8192),
- * else 256 (rounds of 1024 words). */
-static int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size_t* smem, size_t off[3], size_t* bytes) {
+ * 0 where the path does not fit. The first launch: about two CTAs per SM, NB bytes of
+ * every row each (gtm.cuh), within 48 KB of shared memory. K2's threads: 64 up to W =
+ * 256 words (T = 8192), else 256 (rounds of 1024 words). */
+extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size_t* smem, size_t off[3],
+                           size_t* bytes) {
   const int64_t T = cfg->num_tokens, E = cfg->num_experts, k = cfg->top_k;
   if (T < 1 || E < 1 || E > 1024 || k < 1 || k > 32 || T * k >= ((int64_t)1 << 31)) return 0;
   memset(g, 0, sizeof *g);
@@ -324,20 +295,23 @@ static int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size_t* 
   g->planes = mr_gtm_planes(g->k);
   g->W = (uint32_t)((T + 31) / 32);
   g->Wp = (g->W + 3u) & ~3u;
-  const size_t rows = (size_t)(1u + g->planes) * g->E;
-  const size_t mask_bytes = rows * g->Wp * 4u;
+  const uint32_t rows = (1u + g->planes) * g->E;
+  const size_t mask_bytes = (size_t)rows * g->Wp * 4u;
   if (mask_bytes > MR_GTM_MAX_MASK_BYTES) return 0;
-  /* K1: about two CTAs per SM, NW words per row each, within 48 KB of shared memory */
-  const uint32_t max_nw = (uint32_t)((MR_GTM_SMEM_WORDS - g->E) / rows);
-  if (max_nw < 1u) return 0;
-  const uint32_t target = 2u * (uint32_t)mr_cuda_sm_count();
-  uint32_t NW = (g->W + target - 1u) / target;
-  if (NW > max_nw) NW = max_nw;
-  if (NW < 1u) NW = 1u;
-  g->NW = NW;
-  g->nw_magic = mr_magic(NW);
-  g->G1 = (g->W + NW - 1u) / NW;
-  *smem = (rows * NW + g->E) * 4u;
+  const uint32_t max_swr = (MR_GTM_SMEM_WORDS - g->E) / rows;
+  if (max_swr < 1u) return 0;
+  const uint32_t b4 = 4u * g->W, target = 2u * (uint32_t)mr_cuda_sm_count();
+  uint32_t NB = (b4 + target - 1u) / target;
+  if (NB > 2u) {
+    uint32_t swr = (NB + 3u) / 4u;
+    if (swr > max_swr) swr = max_swr;
+    NB = 4u * swr;
+  }
+  g->NB = NB;
+  g->swr = (NB + 3u) / 4u;
+  g->swr_magic = mr_magic(g->swr);
+  g->G1 = (b4 + NB - 1u) / NB;
+  *smem = (size_t)mr_gtm_k1_words(*g) * 4u;
   *nt = g->W <= 256u ? 64u : 256u;
   g->rounds = (g->W + *nt * MR_GTM_V - 1u) / (*nt * MR_GTM_V);
   off[0] = 0;                                           /* status [E] u64 */
@@ -368,28 +342,41 @@ extern "C" size_t mr_cuda_gtm_workspace(const mr_config* cfg) {
   return mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) ? bytes : 0u;
 }
 
+/* K2 (after a first launch that built g's masks): a CTA per expert, then the CTAs that
+ * clear moe_buf; PDL as the decode launches. */
+extern "C" cudaError_t mr_gtm_launch_place(const mr_gtm_k* g, unsigned nt, const mr_sort_out* o,
+                                           const int32_t* topk_ids, const float* topk_weights, cudaStream_t stream) {
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)nt);
+  cudaLaunchConfig_t lc = mr_launch_config(g->E + (unsigned)clear, nt, 0, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  if (nt == 64u)
+    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<64>, *o, *g, topk_ids, topk_weights));
+  else
+    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<256>, *o, *g, topk_ids, topk_weights));
+  return cudaSuccess;
+}
+
+/* g's workspace pointers (mr_gtm_plan's offsets). */
+static void mr_gtm_bind(mr_gtm_k* g, const size_t off[3], void* workspace) {
+  unsigned char* ws = (unsigned char*)workspace;
+  g->status = (unsigned long long*)(ws + off[0]);
+  g->dup = (uint32_t*)(ws + off[1]);
+  g->mask = (uint32_t*)(ws + off[2]);
+}
+
 extern "C" cudaError_t mr_cuda_launch_gtm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                                const float* topk_weights, void* workspace, cudaStream_t stream) {
   mr_gtm_k g;
   unsigned nt;
   size_t smem, off[3], bytes;
   if (!mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) || workspace == NULL) return cudaErrorInvalidConfiguration;
-  unsigned char* ws = (unsigned char*)workspace;
-  g.status = (unsigned long long*)(ws + off[0]);
-  g.dup = (uint32_t*)(ws + off[1]);
-  g.mask = (uint32_t*)(ws + off[2]);
+  mr_gtm_bind(&g, off, workspace);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   cudaLaunchConfig_t lc = mr_launch_config(g.G1, MR_GTM_K1_THREADS, smem, stream);
   mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_mask_kernel, *o, g, topk_ids));
-  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)nt);
-  lc = mr_launch_config(g.E + (unsigned)clear, nt, 0, stream);
-  na = 0;
-  mr_decode_pdl(&lc, attr, &na);
-  if (nt == 64u)
-    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<64>, *o, g, topk_ids, topk_weights));
-  else
-    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<256>, *o, g, topk_ids, topk_weights));
-  return cudaSuccess;
+  return mr_gtm_launch_place(&g, nt, o, topk_ids, topk_weights, stream);
 }
