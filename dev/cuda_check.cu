@@ -252,8 +252,8 @@ static void gen_case(Case* c) {
   static const int Cl[] = {0, 0, 0, 1, 2, 4, 8}; /* tiny.cu's one-pass route by a cluster of C CTAs (v15) */
   c->tune.tiny_cluster = pick(Cl, 7);
   c->tune.tiny_warm = irand(2); /* the one-pass route's warm pass (v15) */
-  static const int Gt[] = {0, 0, 0, 1, 2}; /* the grid token-mask sort (v16): off / sort + route / sort only */
-  c->tune.gtm = pick(Gt, 5);
+  static const int Gt[] = {0, 0, 0, 1, 2, 3}; /* the grid token-mask sort (v16): off / sort + route / sort only / route fused */
+  c->tune.gtm = pick(Gt, 6);
 }
 
 static void gen_inputs(const Case* c, Host* h) {
