@@ -174,8 +174,48 @@ __device__ __forceinline__ uint32_t mr_gtm_count(const uint4& m, uint32_t base, 
   return c;
 }
 
+/* The thread's marked tokens in order: the next one's index in its four words (32 q + b),
+ * or MR_GTM_NONE; (q, bits) is the cursor (start: q = 0, bits = m.x). */
+#define MR_GTM_NONE 0xffffffffu
+#define MR_GTM_BATCH 8 /* entries whose weight loads are in flight together */
+__device__ __forceinline__ uint32_t mr_gtm_next(const uint4& m, uint32_t& q, uint32_t& bits) {
+  while (bits == 0u && q < (uint32_t)MR_GTM_V - 1u) bits = mr_gtm_word(m, (int)++q);
+  if (bits == 0u) return MR_GTM_NONE;
+  const uint32_t b = __ffs(bits) - 1u;
+  bits &= bits - 1u;
+  return q * 32u + b;
+}
+/* The slot j of marked token l (its index in the thread's words) from the bit planes. */
+__device__ __forceinline__ uint32_t mr_gtm_slot(const uint4* pl, uint32_t l) {
+  const int q = (int)(l >> 5);
+  const uint32_t b = l & 31u;
+  uint32_t j = 0u;
+#pragma unroll
+  for (int p = 0; p < MR_GTM_MAX_PLANES; ++p) j |= ((mr_gtm_word(pl[p], q) >> b) & 1u) << p;
+  return j;
+}
+/* The next batch of the thread's entries (no duplicates): their indices in its words and,
+ * with weights wanted, their weight bits, every load issued before any is used. */
+__device__ __forceinline__ void mr_gtm_batch(const uint4& m, const uint4* pl, uint32_t& q, uint32_t& bits,
+                                             uint32_t base, uint32_t k, bool want_w, const float* topk_weights,
+                                             uint32_t* li, uint32_t* wb) {
+#pragma unroll
+  for (int u = 0; u < MR_GTM_BATCH; ++u) li[u] = mr_gtm_next(m, q, bits);
+#pragma unroll
+  for (int u = 0; u < MR_GTM_BATCH; ++u) {
+    wb[u] = 0u;
+    if (li[u] != MR_GTM_NONE && want_w) {
+      const uint32_t j = mr_gtm_slot(pl, li[u]);
+      /* j < k always without duplicates; the guard keeps a speculative batch (taken before the
+       * duplicate flag is known, when the planes may hold ORed slots) inside topk_weights */
+      if (j < k) wb[u] = __float_as_uint(__ldg(topk_weights + (base * 32u + li[u]) * k + j));
+    }
+  }
+}
+
+/* (NT, 1): without the minimum ptxas held the 64-thread instance to 72 registers and spilled */
 template <int NT>
-__global__ void __launch_bounds__(NT)
+__global__ void __launch_bounds__(NT, 1)
     mr_gtm_place_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gtm_k g,
                         const int32_t* topk_ids, const float* topk_weights) {
   __shared__ uint32_t s_warp[NT / 32];
@@ -196,6 +236,10 @@ __global__ void __launch_bounds__(NT)
 #pragma unroll
   for (int p = 0; p < MR_GTM_MAX_PLANES; ++p)
     pl0[p] = (uint32_t)p < g.planes ? mr_gtm_load4(g, (1u + (uint32_t)p) * E + e, base0) : make_uint4(0u, 0u, 0u, 0u);
+  /* the first batch of round 0's entries and their weights, in flight across B's wait */
+  const bool want_w = o.sorted_ids != NULL && o.sorted_weights != NULL && topk_weights != NULL;
+  uint32_t cq = 0u, cbits = m0.x, li[MR_GTM_BATCH], wb[MR_GTM_BATCH];
+  mr_gtm_batch(m0, pl0, cq, cbits, base0, k, want_w, topk_weights, li, wb);
   const bool dup = __syncthreads_or(d != 0u) != 0;
   uint32_t cnt = mr_gtm_count(m0, base0, dup, topk_ids, k, e);
   for (uint32_t r = 1; r < g.rounds; ++r) {
@@ -221,7 +265,6 @@ __global__ void __launch_bounds__(NT)
   const uint32_t start = (uint32_t)(acc & ((1ull << MR_GTM_EN_SHIFT) - 1ull));
   const uint32_t local = (uint32_t)(acc >> MR_GTM_EN_SHIFT);
   /* C. the entries: ranks by one block scan per round */
-  const bool want_w = o.sorted_ids != NULL && o.sorted_weights != NULL && topk_weights != NULL;
   uint32_t done = 0u; /* entries of earlier rounds */
   for (uint32_t r = 0; r < g.rounds; ++r) {
     const uint32_t base = (r * NT + tid) * MR_GTM_V;
@@ -235,29 +278,39 @@ __global__ void __launch_bounds__(NT)
       }
       c = mr_gtm_count(m0, base, dup, topk_ids, k, e);
     }
-    const uint4 m = m0;
     uint32_t round_total;
     uint32_t pos = start + done + mr_gtm_block_scan<NT>(c, &round_total, s_warp);
     done += round_total;
+    if (!dup) { /* batches of entries; round 0's first batch was taken in A */
+      if (r > 0u) {
+        cq = 0u;
+        cbits = m0.x;
+        mr_gtm_batch(m0, pl0, cq, cbits, base, k, want_w, topk_weights, li, wb);
+      }
+      for (;;) {
+#pragma unroll
+        for (int u = 0; u < MR_GTM_BATCH; ++u) {
+          if (li[u] == MR_GTM_NONE) continue;
+          const uint32_t t = base * 32u + li[u], j = mr_gtm_slot(pl0, li[u]);
+          mr_emit_entry_at(&o, pos++, t * k + j, t, j, wb[u]);
+        }
+        if (li[MR_GTM_BATCH - 1] == MR_GTM_NONE) break; /* the batch was not full: no more */
+        mr_gtm_batch(m0, pl0, cq, cbits, base, k, want_w, topk_weights, li, wb);
+      }
+      continue;
+    }
+    /* with a duplicate: every slot of each marked token that names e, ascending */
 #pragma unroll
     for (int q = 0; q < MR_GTM_V; ++q) {
-      uint32_t bits = mr_gtm_word(m, q);
+      uint32_t bits = mr_gtm_word(m0, q);
       while (bits) {
         const uint32_t b = __ffs(bits) - 1u;
         bits &= bits - 1u;
         const uint32_t t = (base + (uint32_t)q) * 32u + b;
-        if (!dup) {
-          uint32_t j = 0u;
-#pragma unroll
-          for (int p = 0; p < MR_GTM_MAX_PLANES; ++p) j |= ((mr_gtm_word(pl0[p], q) >> b) & 1u) << p;
+        for (uint32_t j = 0; j < k; ++j) {
           const uint32_t i = t * k + j;
+          if ((uint32_t)__ldg(topk_ids + i) != e) continue;
           mr_emit_entry_at(&o, pos++, i, t, j, want_w ? __float_as_uint(__ldg(topk_weights + i)) : 0u);
-        } else {
-          for (uint32_t j = 0; j < k; ++j) {
-            const uint32_t i = t * k + j;
-            if ((uint32_t)__ldg(topk_ids + i) != e) continue;
-            mr_emit_entry_at(&o, pos++, i, t, j, want_w ? __float_as_uint(__ldg(topk_weights + i)) : 0u);
-          }
         }
       }
     }
