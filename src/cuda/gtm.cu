@@ -411,8 +411,7 @@ extern "C" cudaError_t mr_gtm_launch_place(const mr_gtm_k* g, unsigned nt, const
   return cudaSuccess;
 }
 
-/* g's workspace pointers (mr_gtm_plan's offsets). */
-static void mr_gtm_bind(mr_gtm_k* g, const size_t off[3], void* workspace) {
+extern "C" void mr_gtm_bind(mr_gtm_k* g, const size_t off[3], void* workspace) {
   unsigned char* ws = (unsigned char*)workspace;
   g->status = (unsigned long long*)(ws + off[0]);
   g->dup = (uint32_t*)(ws + off[1]);

@@ -93,6 +93,8 @@ extern "C" {
 /* gtm.cu: the plan (0 where the path does not fit), its workspace offsets (status, dup,
  * masks) and bytes; K2's launch (after a first launch that built g's masks). */
 int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size_t* smem, size_t off[3], size_t* bytes);
+/* g's workspace pointers (mr_gtm_plan's offsets). */
+void mr_gtm_bind(mr_gtm_k* g, const size_t off[3], void* workspace);
 cudaError_t mr_gtm_launch_place(const mr_gtm_k* g, unsigned nt, const mr_sort_out* o, const int32_t* topk_ids,
                                 const float* topk_weights, cudaStream_t stream);
 #ifdef __cplusplus

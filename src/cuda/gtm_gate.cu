@@ -121,10 +121,7 @@ extern "C" cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_g
   unsigned nt;
   size_t smem, off[3], bytes;
   if (!mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) || workspace == NULL) return cudaErrorInvalidConfiguration;
-  unsigned char* ws = (unsigned char*)workspace;
-  g.status = (unsigned long long*)(ws + off[0]);
-  g.dup = (uint32_t*)(ws + off[1]);
-  g.mask = (uint32_t*)(ws + off[2]);
+  mr_gtm_bind(&g, off, workspace);
   mr_gate_p p;
   mr_gate_p_init(a, cfg->dtype, &p);
   const mr_gtm_g_args x = {&p, o, &g, topk_ids, topk_weights, smem, stream};
