@@ -256,6 +256,11 @@ static int mr_try_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int
 
 #define MR_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
 
+/* gtm's 16-byte mask loads and 64-bit status words want a 16-byte aligned workspace (the
+ * API does not ask for one): elsewhere the call takes the other paths, whose workspace the
+ * size query also covers (it reserves the larger of the two). */
+static int mr_gtm_ws_aligned(const moeroute_buffers* b) { return ((uintptr_t)b->workspace & 15u) == 0; }
+
 /* Bytes of one of route's workspace top-k arrays (ids, then weights): the
  * pair's, or after the general sort's workspace in the chain (large.cu). */
 static size_t mr_route_topk_half(const mr_config* cfg) {
@@ -269,12 +274,16 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
        * or not it is chosen (the size must not depend on PDL or optional outputs) */
       const size_t pair =
           mr_route_pair_fits(cfg) || mr_cuda_mid_sort_fits(cfg) ? 2u * mr_route_topk_half(cfg) : 0u;
-      if (mr_route_one_launch(cfg)) return pair;
-      /* the top-k between gating and sorting, always reserved (the size must
-       * not depend on which optional outputs the caller passes) */
-      const size_t general = mr_cuda_general_sort_workspace(cfg) + 2u * mr_route_topk_half(cfg);
-      size_t need = general > pair ? general : pair;
-      if (mr_cuda_gtm_takes(cfg, MOEROUTE_OP_ROUTE)) { /* gtm's workspace, then the top-k */
+      size_t need = pair;
+      if (!mr_route_one_launch(cfg)) {
+        /* the top-k between gating and sorting, always reserved (the size must
+         * not depend on which optional outputs the caller passes) */
+        const size_t general = mr_cuda_general_sort_workspace(cfg) + 2u * mr_route_topk_half(cfg);
+        if (general > need) need = general;
+      }
+      /* gtm's workspace, then the top-k, at every T it takes (decode sizes too: route asks
+       * gtm first; the review of session 17 found this returned early there) */
+      if (mr_cuda_gtm_takes(cfg, MOEROUTE_OP_ROUTE)) {
         const size_t gtm = mr_cuda_gtm_workspace(cfg) + 2u * mr_route_topk_half(cfg);
         if (gtm > need) need = gtm;
       }
@@ -366,7 +375,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_cuda_gate_args_init(&cfg, buffers->logits, buffers->bias, &ga);
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   cudaError_t err;
-  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE)) {
+  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_gtm_ws_aligned(buffers)) {
     /* the lab's grid token-mask sort after the gate kernel (gtm.cu, v16): gtm's workspace
      * first, the top-k through the caller's buffers or the two halves after it */
     const size_t half = mr_route_topk_half(&cfg);
@@ -466,7 +475,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err;
-  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT)) /* the lab's grid token-mask sort (gtm.cu, v16) */
+  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT) && mr_gtm_ws_aligned(buffers)) /* the lab's gtm sort (v16) */
     err = mr_cuda_launch_gtm_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
   else if (mr_try_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s, &err))
     ; /* ctm's sort ran (or failed for a reason other than the device refusing it) */

@@ -36,8 +36,8 @@
  *         entry (t, j) goes to start_e + rank, j read from the bit planes (with a
  *         duplicate: every j with ids[t*k + j] == e, ascending);
  *      D. its padding and block ids; CTA E - 1 the totals.
- *      Further CTAs clear moe_buf (they start once every K1 CTA has passed its
- *      PDL wait, so the previous work on the stream is done).
+ *      CTAs before the expert CTAs clear moe_buf (they start once every K1 CTA has
+ *      passed its PDL wait, so the previous work on the stream is done).
  *
  * Positions are a pure function of the ids (contract 3): the same bits as every
  * other sort. Workspace (sized by mr_cuda_gtm_workspace): status [E] u64 | dup
@@ -186,16 +186,18 @@ __device__ __forceinline__ uint32_t mr_gtm_next(const uint4& m, uint32_t& q, uin
   return q * 32u + b;
 }
 /* The slot j of marked token l (its index in the thread's words) from the bit planes. */
+template <int MP>
 __device__ __forceinline__ uint32_t mr_gtm_slot(const uint4* pl, uint32_t l) {
   const int q = (int)(l >> 5);
   const uint32_t b = l & 31u;
   uint32_t j = 0u;
 #pragma unroll
-  for (int p = 0; p < MR_GTM_MAX_PLANES; ++p) j |= ((mr_gtm_word(pl[p], q) >> b) & 1u) << p;
+  for (int p = 0; p < MP; ++p) j |= ((mr_gtm_word(pl[p], q) >> b) & 1u) << p;
   return j;
 }
 /* The next batch of the thread's entries (no duplicates): their indices in its words and,
  * with weights wanted, their weight bits, every load issued before any is used. */
+template <int MP>
 __device__ __forceinline__ void mr_gtm_batch(const uint4& m, const uint4* pl, uint32_t& q, uint32_t& bits,
                                              uint32_t base, uint32_t k, bool want_w, const float* topk_weights,
                                              uint32_t* li, uint32_t* wb) {
@@ -205,7 +207,7 @@ __device__ __forceinline__ void mr_gtm_batch(const uint4& m, const uint4* pl, ui
   for (int u = 0; u < MR_GTM_BATCH; ++u) {
     wb[u] = 0u;
     if (li[u] != MR_GTM_NONE && want_w) {
-      const uint32_t j = mr_gtm_slot(pl, li[u]);
+      const uint32_t j = mr_gtm_slot<MP>(pl, li[u]);
       /* j < k always without duplicates; the guard keeps a speculative batch (taken before the
        * duplicate flag is known, when the planes may hold ORed slots) inside topk_weights */
       if (j < k) wb[u] = __float_as_uint(__ldg(topk_weights + (base * 32u + li[u]) * k + j));
@@ -213,33 +215,39 @@ __device__ __forceinline__ void mr_gtm_batch(const uint4& m, const uint4* pl, ui
   }
 }
 
-/* (NT, 1): without the minimum ptxas held the 64-thread instance to 72 registers and spilled */
-template <int NT>
-__global__ void __launch_bounds__(NT, 1)
+/* NT threads; MP bit planes kept (3: k <= 8, 5: k <= 32). (64, 1): without the minimum ptxas
+ * held the 64-thread instance to 72 registers and spilled; (256, 3): two expert CTAs per SM
+ * beside a clear CTA (at MP = 5 that spills: (256, 2)) */
+template <int NT, int MP>
+__global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
     mr_gtm_place_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gtm_k g,
                         const int32_t* topk_ids, const float* topk_weights) {
   __shared__ uint32_t s_warp[NT / 32];
   __shared__ unsigned long long s_warp64[NT / 32];
-  const uint32_t tid = threadIdx.x, e = blockIdx.x, E = g.E, k = g.k, U = g.U;
-  if (e >= E) { /* clear-only CTAs: K1's CTAs have all passed their wait */
+  const uint32_t tid = threadIdx.x, E = g.E, k = g.k, U = g.U, C = gridDim.x - E;
+  if (blockIdx.x < C) {
+    /* the CTAs that clear moe_buf come first, so that they are placed at once beside the expert
+     * CTAs (last, they would wait for free slots). No wait: K2 launches only once every first-launch
+     * CTA has passed its own wait (mr_gtm_k1_begin), so the previous work on the stream is done. */
     mr_pdl_launch_dependents();
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(e - E) * NT + tid, (size_t)(gridDim.x - E) * NT);
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)blockIdx.x * NT + tid, (size_t)C * NT);
     return;
   }
+  const uint32_t e = blockIdx.x - C; /* expert CTAs in expert order: a CTA waits only on lower ones */
   mr_pdl_enter(); /* K1's masks, flags and zeroed status words are visible */
   /* A. every load of round 0 at once: the duplicate flags, the mask words, the planes */
   uint32_t d = 0u;
   for (uint32_t c = tid; c < g.G1; c += NT) d |= __ldcg(g.dup + c);
   const uint32_t base0 = tid * MR_GTM_V;
   uint4 m0 = mr_gtm_load4(g, e, base0);
-  uint4 pl0[MR_GTM_MAX_PLANES];
+  uint4 pl0[MP];
 #pragma unroll
-  for (int p = 0; p < MR_GTM_MAX_PLANES; ++p)
+  for (int p = 0; p < MP; ++p)
     pl0[p] = (uint32_t)p < g.planes ? mr_gtm_load4(g, (1u + (uint32_t)p) * E + e, base0) : make_uint4(0u, 0u, 0u, 0u);
   /* the first batch of round 0's entries and their weights, in flight across B's wait */
   const bool want_w = o.sorted_ids != NULL && o.sorted_weights != NULL && topk_weights != NULL;
   uint32_t cq = 0u, cbits = m0.x, li[MR_GTM_BATCH], wb[MR_GTM_BATCH];
-  mr_gtm_batch(m0, pl0, cq, cbits, base0, k, want_w, topk_weights, li, wb);
+  mr_gtm_batch<MP>(m0, pl0, cq, cbits, base0, k, want_w, topk_weights, li, wb);
   const bool dup = __syncthreads_or(d != 0u) != 0;
   uint32_t cnt = mr_gtm_count(m0, base0, dup, topk_ids, k, e);
   for (uint32_t r = 1; r < g.rounds; ++r) {
@@ -254,12 +262,18 @@ __global__ void __launch_bounds__(NT, 1)
     mr_gtm_st_relaxed(g.status + e, MR_GTM_FLAG | ((unsigned long long)(en ? 1u : 0u) << MR_GTM_EN_SHIFT) | pad);
   /* B. the starts: every lower expert's status (published before its CTA waits) */
   unsigned long long acc = 0ull;
-  for (uint32_t x = tid; x < e; x += NT) {
-    unsigned long long v;
-    do {
-      v = mr_gtm_ld_relaxed(g.status + x);
-    } while ((v & MR_GTM_FLAG) == 0ull);
-    acc += v & ~MR_GTM_FLAG;
+  for (uint32_t x0 = tid; x0 < e; x0 += 4u * NT) { /* four loads in flight, then re-poll the unready */
+    unsigned long long v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const uint32_t x = x0 + (uint32_t)u * NT;
+      v[u] = x < e ? mr_gtm_ld_relaxed(g.status + x) : MR_GTM_FLAG;
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      while ((v[u] & MR_GTM_FLAG) == 0ull) v[u] = mr_gtm_ld_relaxed(g.status + x0 + (uint32_t)u * NT);
+      acc += v[u] & ~MR_GTM_FLAG;
+    }
   }
   acc = mr_gtm_block_sum64<NT>(acc, s_warp64);
   const uint32_t start = (uint32_t)(acc & ((1ull << MR_GTM_EN_SHIFT) - 1ull));
@@ -273,7 +287,7 @@ __global__ void __launch_bounds__(NT, 1)
       if (r > 0u) {
         m0 = mr_gtm_load4(g, e, base);
 #pragma unroll
-        for (int p = 0; p < MR_GTM_MAX_PLANES; ++p)
+        for (int p = 0; p < MP; ++p)
           pl0[p] = (uint32_t)p < g.planes ? mr_gtm_load4(g, (1u + (uint32_t)p) * E + e, base) : make_uint4(0u, 0u, 0u, 0u);
       }
       c = mr_gtm_count(m0, base, dup, topk_ids, k, e);
@@ -285,17 +299,17 @@ __global__ void __launch_bounds__(NT, 1)
       if (r > 0u) {
         cq = 0u;
         cbits = m0.x;
-        mr_gtm_batch(m0, pl0, cq, cbits, base, k, want_w, topk_weights, li, wb);
+        mr_gtm_batch<MP>(m0, pl0, cq, cbits, base, k, want_w, topk_weights, li, wb);
       }
       for (;;) {
 #pragma unroll
         for (int u = 0; u < MR_GTM_BATCH; ++u) {
           if (li[u] == MR_GTM_NONE) continue;
-          const uint32_t t = base * 32u + li[u], j = mr_gtm_slot(pl0, li[u]);
+          const uint32_t t = base * 32u + li[u], j = mr_gtm_slot<MP>(pl0, li[u]);
           mr_emit_entry_at(&o, pos++, t * k + j, t, j, wb[u]);
         }
         if (li[MR_GTM_BATCH - 1] == MR_GTM_NONE) break; /* the batch was not full: no more */
-        mr_gtm_batch(m0, pl0, cq, cbits, base, k, want_w, topk_weights, li, wb);
+        mr_gtm_batch<MP>(m0, pl0, cq, cbits, base, k, want_w, topk_weights, li, wb);
       }
       continue;
     }
@@ -368,8 +382,8 @@ extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size
   *nt = g->W <= 256u ? 64u : 256u;
   g->rounds = (g->W + *nt * MR_GTM_V - 1u) / (*nt * MR_GTM_V);
   off[0] = 0;                                           /* status [E] u64 */
-  off[1] = MR_GTM_ALIGN((size_t)g->E * 8u);             /* dup [G1] */
-  off[2] = off[1] + MR_GTM_ALIGN((size_t)g->G1 * 4u);   /* masks */
+  off[1] = MR_GTM_ALIGN((size_t)g->E * 8u);             /* dup [G1], G1 <= 4 W whatever the SM count */
+  off[2] = off[1] + MR_GTM_ALIGN((size_t)g->W * 16u);   /* masks (the size does not depend on the device) */
   *bytes = off[2] + MR_GTM_ALIGN(mask_bytes);
   return 1;
 }
@@ -399,15 +413,22 @@ extern "C" size_t mr_cuda_gtm_workspace(const mr_config* cfg) {
  * clear moe_buf; PDL as the decode launches. */
 extern "C" cudaError_t mr_gtm_launch_place(const mr_gtm_k* g, unsigned nt, const mr_sort_out* o,
                                            const int32_t* topk_ids, const float* topk_weights, cudaStream_t stream) {
-  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)nt);
-  cudaLaunchConfig_t lc = mr_launch_config(g->E + (unsigned)clear, nt, 0, stream);
+  /* clear CTAs: 256 storing threads per SM at most (lab call 28: one 256-thread CTA per SM,
+   * grid-stride, clears at the memset's rate), so that the expert CTAs still fit beside them */
+  int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)nt);
+  const int cap = mr_cuda_sm_count() * (int)(256u / nt);
+  if (clear > cap) clear = cap;
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)clear + g->E, nt, 0, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
+  const bool p3 = g->planes <= 3u;
   if (nt == 64u)
-    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<64>, *o, *g, topk_ids, topk_weights));
+    MR_TRY(cudaLaunchKernelEx(&lc, p3 ? mr_gtm_place_kernel<64, 3> : mr_gtm_place_kernel<64, 5>, *o, *g, topk_ids,
+                              topk_weights));
   else
-    MR_TRY(cudaLaunchKernelEx(&lc, mr_gtm_place_kernel<256>, *o, *g, topk_ids, topk_weights));
+    MR_TRY(cudaLaunchKernelEx(&lc, p3 ? mr_gtm_place_kernel<256, 3> : mr_gtm_place_kernel<256, 5>, *o, *g, topk_ids,
+                              topk_weights));
   return cudaSuccess;
 }
 

@@ -7,8 +7,9 @@
  * bit plane p - 1 of the slot) is W = ceil(T/32) words, stride Wp (W rounded up to 4): bit t
  * % 32 of word t / 32, i.e. (little-endian) bit t % 8 of byte t / 8. CTA c of the first launch
  * owns NB bytes of every row, the tokens [8 NB c, 8 NB (c + 1)), and writes all of them, zeros
- * included, up to the end of word W - 1 (G1 = ceil(4 W / NB) CTAs): no other CTA writes them,
- * so nothing is zeroed beforehand and no global atomic is needed. NB is 1, 2 or a multiple of
+ * included, up to the end of word W - 1 (G1 = ceil(4 W / NB) CTAs), and the last CTA zeroes
+ * words [W, Wp): no other CTA writes them, so nothing is zeroed beforehand and no global atomic
+ * is needed. NB is 1, 2 or a multiple of
  * 4 (then whole words are stored).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -84,6 +85,11 @@ __device__ __forceinline__ void mr_gtm_k1_publish(const mr_gtm_k& g, const uint3
         ((unsigned char*)g.mask)[((size_t)r * g.Wp) * 4u + bbase + b] = (unsigned char)(sm[r] >> (8u * b));
     }
   }
+  if (c == g.G1 - 1u) /* the last CTA: words [W, Wp) of every row, which K2's 16-byte loads read */
+    for (uint32_t q = tid; q < rows * (g.Wp - g.W); q += blockDim.x) {
+      const uint32_t r = q / (g.Wp - g.W);
+      g.mask[(size_t)r * g.Wp + g.W + (q - r * (g.Wp - g.W))] = 0u;
+    }
   if (tid == 0u) g.dup[c] = any ? 1u : 0u;
 }
 
