@@ -126,7 +126,7 @@ static int gtm_plan(int64_t T, int64_t E, int64_t k, int32_t U, uint32_t sm_coun
   g->nt = g->W <= 256u ? 64u : 256u;
   g->rounds = (g->W + g->nt * GV - 1u) / (g->nt * GV);
   g->off[0] = 0;
-  g->off[1] = ALIGN256((size_t)g->E * 8u);
+  g->off[1] = ALIGN256((size_t)g->E * 128u); /* status: a 128-byte line each (MR_GTM_SSTRIDE) */
   g->off[2] = g->off[1] + ALIGN256((size_t)g->W * 16u); /* dup: G1 <= 4 W, whatever the SM count */
   g->bytes = g->off[2] + ALIGN256(mask_bytes);
   g->mask_bytes = mask_bytes;
@@ -327,7 +327,7 @@ static void k1_cta(const gplan* g, const sort_out* o, const int32_t* topk_ids, u
     if (c == 0u && g_bug != 5)
       for (uint32_t e = tid; e < E; e += K1_THREADS) {
         const uint64_t z = 0ull;
-        ws_write(g->off[0] + (size_t)e * 8u, &z, 8, "K1 status zero");
+        ws_write(g->off[0] + (size_t)e * 128u, &z, 8, "K1 status zero");
       }
   }
   /* __syncthreads */
@@ -570,7 +570,7 @@ static void k2_cta(const gplan* g, const sort_out* o, const k2_in* in, uint32_t 
   const uint32_t pad = mr_udiv(total + U - 1u, U, o->u_magic) * U;
   {
     const uint64_t st = FLAG | ((uint64_t)(en ? 1u : 0u) << EN_SHIFT) | pad;
-    ws_write(g->off[0] + (size_t)e * 8u, &st, 8, "K2 status");
+    ws_write(g->off[0] + (size_t)e * 128u, &st, 8, "K2 status");
   }
   /* B. */
   for (unsigned tid = 0; tid < NT; ++tid) {
@@ -578,7 +578,7 @@ static void k2_cta(const gplan* g, const sort_out* o, const k2_in* in, uint32_t 
     const uint32_t xe = g_bug == 2 && e > 0u ? e - 1u : e;
     for (uint32_t x = tid; x < xe; x += NT) {
       uint64_t v;
-      ws_read(g->off[0] + (size_t)x * 8u, &v, 8, "K2 status load");
+      ws_read(g->off[0] + (size_t)x * 128u, &v, 8, "K2 status load");
       if ((v & FLAG) == 0ull) {
         fail("K2 CTA %u: status[%u] has no flag (would spin for ever)", e, x);
         v = FLAG;
@@ -910,7 +910,7 @@ static int run_case(const gcase* c, stats* S, int verbose) {
       }
     for (uint32_t e = 0; e < g.E && !g_fail; ++e) {
       uint64_t v;
-      memcpy(&v, ws + g.off[0] + (size_t)e * 8u, 8);
+      memcpy(&v, ws + g.off[0] + (size_t)e * 128u, 8);
       if (v != 0ull) fail("after K1: status[%u] = %#llx, not zero", e, (unsigned long long)v);
     }
   }

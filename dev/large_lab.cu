@@ -716,6 +716,7 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
  * layouts compared bit for bit with the default's (route: also the top-k): `agree`. */
 static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   LabShape x;
+  set_variant(VAR_GTM); /* the workspace for gtm's call (it covers the default paths' too) */
   lab_shape_init(sh, T, MOEROUTE_LAYOUT_CK, &x);
   moeroute_params p = x.p, pn = x.pn;
   moeroute_buffers bu, bn;
@@ -764,6 +765,16 @@ static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
          "gtm3/auto: route %5.3f  route+buf %5.3f\n",
          sh->name, (long long)T, t[1][0] / t[0][0], t[1][1] / t[0][1], t[1][2] / t[0][2], t[1][3] / t[0][3],
          t[2][0] / t[0][0], t[2][1] / t[0][1]);
+  /* probes (WRONG outputs, timing only): gtm's sort with K2 not waiting on the lower experts,
+   * and with K2's expert CTAs returning after their PDL wait (the two launches alone) */
+  double pr[2];
+  for (int q = 0; q < 2; ++q) {
+    set_variant(VAR_GTM);
+    mr_cuda_tune.gtm_probe = q + 1;
+    pr[q] = time_op(OP_SORT, &pn, &bn, s);
+  }
+  printf("gtm %-20s T=%6lld probe: sort without B %7.2f  launches alone %7.2f\n", sh->name, (long long)T, pr[0],
+         pr[1]);
   fflush(stdout);
   for (int q = 0; q < 3; ++q)
     for (int r = 0; r < 2; ++r) hostout_free(&out[q][r]);

@@ -235,6 +235,7 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
   }
   const uint32_t e = blockIdx.x - C; /* expert CTAs in expert order: a CTA waits only on lower ones */
   mr_pdl_enter(); /* K1's masks, flags and zeroed status words are visible */
+  if (g.probe == 2u) return; /* lab probe: the two launches' skeleton alone */
   /* A. every load of round 0 at once: the duplicate flags, the mask words, the planes */
   uint32_t d = 0u;
   for (uint32_t c = tid; c < g.G1; c += NT) d |= __ldcg(g.dup + c);
@@ -259,20 +260,28 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
   const bool en = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0;
   const uint32_t pad = mr_udiv(total + U - 1u, U, o.u_magic) * U; /* 0 for a masked expert: no entries */
   if (tid == 0u)
-    mr_gtm_st_relaxed(g.status + e, MR_GTM_FLAG | ((unsigned long long)(en ? 1u : 0u) << MR_GTM_EN_SHIFT) | pad);
-  /* B. the starts: every lower expert's status (published before its CTA waits) */
+    mr_gtm_st_relaxed(g.status + (size_t)e * MR_GTM_SSTRIDE,
+                      MR_GTM_FLAG | ((unsigned long long)(en ? 1u : 0u) << MR_GTM_EN_SHIFT) | pad);
+  /* B. the starts: every lower expert's status (published before its CTA waits), read by warp 0
+   * alone, eight loads in flight per lane, the unready ones re-polled with a short sleep: fewer
+   * requests on the status lines, which every higher CTA reads */
   unsigned long long acc = 0ull;
-  for (uint32_t x0 = tid; x0 < e; x0 += 4u * NT) { /* four loads in flight, then re-poll the unready */
-    unsigned long long v[4];
+  if (tid < 32u && g.probe == 0u) {
+    for (uint32_t x0 = tid; x0 < e; x0 += 8u * 32u) {
+      unsigned long long v[8];
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const uint32_t x = x0 + (uint32_t)u * NT;
-      v[u] = x < e ? mr_gtm_ld_relaxed(g.status + x) : MR_GTM_FLAG;
-    }
+      for (int u = 0; u < 8; ++u) {
+        const uint32_t x = x0 + (uint32_t)u * 32u;
+        v[u] = x < e ? mr_gtm_ld_relaxed(g.status + (size_t)x * MR_GTM_SSTRIDE) : MR_GTM_FLAG;
+      }
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      while ((v[u] & MR_GTM_FLAG) == 0ull) v[u] = mr_gtm_ld_relaxed(g.status + x0 + (uint32_t)u * NT);
-      acc += v[u] & ~MR_GTM_FLAG;
+      for (int u = 0; u < 8; ++u) {
+        while ((v[u] & MR_GTM_FLAG) == 0ull) {
+          __nanosleep(32);
+          v[u] = mr_gtm_ld_relaxed(g.status + (size_t)(x0 + (uint32_t)u * 32u) * MR_GTM_SSTRIDE);
+        }
+        acc += v[u] & ~MR_GTM_FLAG;
+      }
     }
   }
   acc = mr_gtm_block_sum64<NT>(acc, s_warp64);
@@ -359,6 +368,7 @@ extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size
   g->E = (uint32_t)E;
   g->k = (uint32_t)k;
   g->U = (uint32_t)cfg->unit_size;
+  g->probe = mr_cuda_tune.gtm_probe == 1 || mr_cuda_tune.gtm_probe == 2 ? (uint32_t)mr_cuda_tune.gtm_probe : 0u;
   g->planes = mr_gtm_planes(g->k);
   g->W = (uint32_t)((T + 31) / 32);
   g->Wp = (g->W + 3u) & ~3u;
@@ -381,8 +391,8 @@ extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size
   *smem = (size_t)mr_gtm_k1_words(*g) * 4u;
   *nt = g->W <= 256u ? 64u : 256u;
   g->rounds = (g->W + *nt * MR_GTM_V - 1u) / (*nt * MR_GTM_V);
-  off[0] = 0;                                           /* status [E] u64 */
-  off[1] = MR_GTM_ALIGN((size_t)g->E * 8u);             /* dup [G1], G1 <= 4 W whatever the SM count */
+  off[0] = 0;                                           /* status [E], a 128-byte line each */
+  off[1] = MR_GTM_ALIGN((size_t)g->E * MR_GTM_SSTRIDE * 8u); /* dup [G1], G1 <= 4 W whatever the SM count */
   off[2] = off[1] + MR_GTM_ALIGN((size_t)g->W * 16u);   /* masks (the size does not depend on the device) */
   *bytes = off[2] + MR_GTM_ALIGN(mask_bytes);
   return 1;

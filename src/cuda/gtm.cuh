@@ -20,6 +20,10 @@
 #include "cuda/sort.cuh"
 
 #define MR_GTM_K1_THREADS 256
+/* status[e] lives at status + e * MR_GTM_SSTRIDE: a 128-byte line each, so that the polling of
+ * K2's CTAs spreads over the L2 slices instead of queueing on a few lines (lab call 49: with
+ * the words packed, the sort at T = 16 took 8.8 us) */
+#define MR_GTM_SSTRIDE 16
 #define MR_GTM_MAX_PLANES 5 /* k <= 32 */
 
 typedef struct mr_gtm_k {
@@ -30,7 +34,9 @@ typedef struct mr_gtm_k {
   uint32_t G1;          /* first-launch CTAs */
   uint32_t planes;      /* P = ceil(log2 k) */
   uint32_t rounds;      /* K2: ceil(W / (NT * 4)) */
-  unsigned long long* status; /* [E] */
+  uint32_t probe;       /* lab timing probe, WRONG outputs: 1 = K2 skips the wait on the lower experts,
+                           2 = K2's expert CTAs return after their PDL wait (the launches alone) */
+  unsigned long long* status; /* [E], stride MR_GTM_SSTRIDE */
   uint32_t* dup;              /* [G1] */
   uint32_t* mask;             /* [(1 + P) * E][Wp] */
 } mr_gtm_k;
@@ -51,7 +57,7 @@ __device__ __forceinline__ void mr_gtm_k1_begin(const mr_sort_out& o, const mr_g
   for (uint32_t e = tid; e < E; e += blockDim.x)
     sm[masks + e] = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0 ? 1u : 0u;
   if (blockIdx.x == 0u)
-    for (uint32_t e = tid; e < E; e += blockDim.x) g.status[e] = 0ull;
+    for (uint32_t e = tid; e < E; e += blockDim.x) g.status[(size_t)e * MR_GTM_SSTRIDE] = 0ull;
   __syncthreads();
 }
 
