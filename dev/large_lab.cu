@@ -784,6 +784,54 @@ static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   lab_shape_free(&x);
 }
 
+/* v16: gtm's phases, stamped (gtm_probe 3: %globaltimer at the phase boundaries in the spare words
+ * of the status lines; outputs right): one sort call after three warm ones, ns. */
+static void gtm_stamps(const Shape* sh, int64_t T, cudaStream_t s) {
+  LabShape x;
+  set_variant(VAR_GTM);
+  mr_cuda_tune.gtm_probe = 3;
+  lab_shape_init(sh, T, MOEROUTE_LAYOUT_CK, &x);
+  moeroute_buffers bn;
+  bind(&x.pn, &x.b, 1, 0, &bn);
+  set_variant(0);
+  if (moeroute_cuda_route(&x.pn, &bn, s) != MOEROUTE_OK) exit(2); /* the top-k */
+  set_variant(VAR_GTM);
+  mr_cuda_tune.gtm_probe = 3;
+  for (int r = 0; r < 4; ++r) {
+    if (moeroute_cuda_sort(&x.pn, &bn, s) != MOEROUTE_OK) exit(2);
+    CK(cudaStreamSynchronize(s));
+  }
+  const int E = sh->E;
+  unsigned long long* st = (unsigned long long*)malloc((size_t)E * 128);
+  CK(cudaMemcpy(st, x.b.ws, (size_t)E * 128, cudaMemcpyDeviceToHost));
+  const unsigned long long k0 = st[8];
+  printf("stamps %-20s T=%6lld K1 CTA 0: marks %lld ns, publish %lld ns\n", sh->name, (long long)T,
+         (long long)(st[9] - k0), (long long)(st[10] - st[9]));
+  static const char* PH[6] = {"K1 start -> K2 wait done", "A (loads, count)", "B (poll)", "B (sum)", "C (emit)",
+                              "D (padding, blocks)"};
+  for (int ph = 0; ph < 6; ++ph) {
+    long long mn = 1ll << 62, mx = -(1ll << 62), sum = 0;
+    for (int e = 0; e < E; ++e) {
+      const unsigned long long* l = st + (size_t)e * 16;
+      const long long d = ph == 0 ? (long long)(l[1] - k0) : (long long)(l[ph + 1] - l[ph]);
+      mn = d < mn ? d : mn;
+      mx = d > mx ? d : mx;
+      sum += d;
+    }
+    printf("stamps %-20s T=%6lld %-26s min %7lld  mean %7lld  max %7lld ns  (e = 0: %lld, e = E-1: %lld)\n", sh->name,
+           (long long)T, PH[ph], mn, sum / E, mx,
+           ph == 0 ? (long long)(st[1] - k0) : (long long)(st[ph + 1] - st[ph]),
+           ph == 0 ? (long long)(st[(size_t)(E - 1) * 16 + 1] - k0)
+                   : (long long)(st[(size_t)(E - 1) * 16 + ph + 1] - st[(size_t)(E - 1) * 16 + ph]));
+  }
+  long long last = 0;
+  for (int e = 0; e < E; ++e) last = (long long)(st[(size_t)e * 16 + 6] - k0) > last ? (long long)(st[(size_t)e * 16 + 6] - k0) : last;
+  printf("stamps %-20s T=%6lld K1 start -> last K2 CTA done %lld ns\n", sh->name, (long long)T, last);
+  free(st);
+  set_variant(0);
+  lab_shape_free(&x);
+}
+
 /* v16: gtm's checks: every shape at T across its K1 / K2 bounds (words of 32 tokens, one and
  * several K2 rounds), every input kind, U from 1 to 1024, PDL on and off, T = 262144. */
 static void gtm_checks(int quick) {
@@ -849,6 +897,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) g_v6_variant = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--share-sweep")) v6 = 2;
     else if (!strcmp(argv[i], "--gtm")) gtm = 1;
+    else if (!strcmp(argv[i], "--gtm-stamps")) gtm = 2;
     else {
       printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N] [--v6] [--share-sweep] [--gtm]\n");
       return 2;
@@ -865,6 +914,13 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
 
+  if (gtm == 2) {
+    const int64_t Ts[] = {16, 1024, 16384, 65536};
+    for (int ti = 0; ti < 4; ++ti) gtm_stamps(&SHAPES[0], Ts[ti], s);
+    gtm_stamps(&SHAPES[4], 16384, s);
+    CK(cudaStreamDestroy(s));
+    return 0;
+  }
   if (gtm) { /* v16: gtm's checks (--no-check skips them), then its timing table (--no-time skips it) */
     if (do_check) gtm_checks(quick);
     if (do_time) {

@@ -63,6 +63,15 @@ __device__ __forceinline__ unsigned long long mr_gtm_ld_relaxed(const unsigned l
   return v;
 }
 
+/* Lab probe 3 (timing only, outputs right): thread 0 of each CTA writes %globaltimer at the
+ * phase boundaries into the spare words of its status line (word n of 1..15). */
+__device__ __forceinline__ void mr_gtm_stamp(const mr_gtm_k& g, uint32_t line, uint32_t n) {
+  if (g.probe != 3u || threadIdx.x != 0u) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  g.status[(size_t)line * MR_GTM_SSTRIDE + n] = t;
+}
+
 /* ---- K1: the token masks from topk_ids -------------------------------------------- */
 
 __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
@@ -72,6 +81,7 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
   uint32_t* sm = mr_gtm_smem;
   const uint32_t* en = sm + (1u + g.planes) * g.E * g.swr;
   mr_gtm_k1_begin(o, g, sm);
+  if (blockIdx.x == 0u) mr_gtm_stamp(g, 0u, 8u);
   const uint32_t E = g.E, k = g.k, tid = threadIdx.x;
   const uint32_t t0 = blockIdx.x * g.NB * 8u;
   const uint32_t t1 = min(g.T, t0 + g.NB * 8u); /* t0 >= T: a CTA of padding bytes only */
@@ -94,7 +104,9 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
       dup |= mr_gtm_k1_mark(g, sm, e, t - t0, iu - t * k);
     }
   }
+  if (blockIdx.x == 0u) mr_gtm_stamp(g, 0u, 9u);
   mr_gtm_k1_publish(g, sm, dup);
+  if (blockIdx.x == 0u) mr_gtm_stamp(g, 0u, 10u);
 }
 
 /* ---- K2: a CTA per expert ----------------------------------------------------- */
@@ -236,6 +248,7 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
   const uint32_t e = blockIdx.x - C; /* expert CTAs in expert order: a CTA waits only on lower ones */
   mr_pdl_enter(); /* K1's masks, flags and zeroed status words are visible */
   if (g.probe == 2u) return; /* lab probe: the two launches' skeleton alone */
+  mr_gtm_stamp(g, e, 1u);
   /* A. every load of round 0 at once: the duplicate flags, the mask words, the planes */
   uint32_t d = 0u;
   for (uint32_t c = tid; c < g.G1; c += NT) d |= __ldcg(g.dup + c);
@@ -259,6 +272,7 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
   const uint32_t total = (uint32_t)total64;
   const bool en = o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0;
   const uint32_t pad = mr_udiv(total + U - 1u, U, o.u_magic) * U; /* 0 for a masked expert: no entries */
+  mr_gtm_stamp(g, e, 2u);
   if (tid == 0u)
     mr_gtm_st_relaxed(g.status + (size_t)e * MR_GTM_SSTRIDE,
                       MR_GTM_FLAG | ((unsigned long long)(en ? 1u : 0u) << MR_GTM_EN_SHIFT) | pad);
@@ -284,7 +298,9 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
       }
     }
   }
+  mr_gtm_stamp(g, e, 3u);
   acc = mr_gtm_block_sum64<NT>(acc, s_warp64);
+  mr_gtm_stamp(g, e, 4u);
   const uint32_t start = (uint32_t)(acc & ((1ull << MR_GTM_EN_SHIFT) - 1ull));
   const uint32_t local = (uint32_t)(acc >> MR_GTM_EN_SHIFT);
   /* C. the entries: ranks by one block scan per round */
@@ -338,11 +354,13 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
       }
     }
   }
+  mr_gtm_stamp(g, e, 5u);
   /* D. padding and block ids of e; the totals */
   for (uint32_t j = total + tid; j < pad; j += NT) mr_emit_pad_slot(&o, start + j);
   const uint32_t b1 = mr_udiv(start + pad, U, o.u_magic);
   for (uint32_t b = mr_udiv(start, U, o.u_magic) + tid; b < b1; b += NT) mr_emit_block_id(&o, b, (int32_t)local);
   if (e == E - 1u && tid == 0u) mr_emit_totals(&o, start + pad);
+  mr_gtm_stamp(g, e, 6u);
 }
 
 /* ---- host ---- */
@@ -368,7 +386,7 @@ extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size
   g->E = (uint32_t)E;
   g->k = (uint32_t)k;
   g->U = (uint32_t)cfg->unit_size;
-  g->probe = mr_cuda_tune.gtm_probe == 1 || mr_cuda_tune.gtm_probe == 2 ? (uint32_t)mr_cuda_tune.gtm_probe : 0u;
+  g->probe = mr_cuda_tune.gtm_probe >= 1 && mr_cuda_tune.gtm_probe <= 3 ? (uint32_t)mr_cuda_tune.gtm_probe : 0u;
   g->planes = mr_gtm_planes(g->k);
   g->W = (uint32_t)((T + 31) / 32);
   g->Wp = (g->W + 3u) & ~3u;
