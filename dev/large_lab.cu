@@ -786,6 +786,7 @@ static void gtm_time_shape(const Shape* sh, int64_t T, cudaStream_t s) {
 
 /* v16: gtm's phases, stamped (gtm_probe 3: %globaltimer at the phase boundaries in the spare words
  * of the status lines; outputs right): one sort call after three warm ones, ns. */
+static int g_stamp_graph = 0; /* 1: the stamps of a call inside a graph of back-to-back calls */
 static void gtm_stamps(const Shape* sh, int64_t T, cudaStream_t s) {
   LabShape x;
   set_variant(VAR_GTM);
@@ -801,28 +802,44 @@ static void gtm_stamps(const Shape* sh, int64_t T, cudaStream_t s) {
     if (moeroute_cuda_sort(&x.pn, &bn, s) != MOEROUTE_OK) exit(2);
     CK(cudaStreamSynchronize(s));
   }
+  if (g_stamp_graph) { /* the last of 20 calls captured in one graph (back to back, as the kernel metric) */
+    cudaGraph_t gr;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int r = 0; r < 20; ++r)
+      if (moeroute_cuda_sort(&x.pn, &bn, s) != MOEROUTE_OK) exit(2);
+    CK(cudaStreamEndCapture(s, &gr));
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(gr));
+  }
   const int E = sh->E;
   unsigned long long* st = (unsigned long long*)malloc((size_t)E * 128);
   CK(cudaMemcpy(st, x.b.ws, (size_t)E * 128, cudaMemcpyDeviceToHost));
   const unsigned long long k0 = st[8];
   printf("stamps %-20s T=%6lld K1 CTA 0: marks %lld ns, publish %lld ns\n", sh->name, (long long)T,
          (long long)(st[9] - k0), (long long)(st[10] - st[9]));
-  static const char* PH[6] = {"K1 start -> K2 wait done", "A (loads, count)", "B (poll)", "B (sum)", "C (emit)",
-                              "D (padding, blocks)"};
-  for (int ph = 0; ph < 6; ++ph) {
+  static const char* PH[7] = {"K1 start -> K2 wait done", "A (to the dup flags)", "A (count, sum)", "B (poll)",
+                              "B (sum)", "C (emit)", "D (padding, blocks)"};
+  /* word pairs of each phase in the status line: (from, to) */
+  static const int FR[7] = {-1, 1, 7, 2, 3, 4, 5}, TO[7] = {1, 7, 2, 3, 4, 5, 6};
+  for (int ph = 0; ph < 7; ++ph) {
     long long mn = 1ll << 62, mx = -(1ll << 62), sum = 0;
     for (int e = 0; e < E; ++e) {
       const unsigned long long* l = st + (size_t)e * 16;
-      const long long d = ph == 0 ? (long long)(l[1] - k0) : (long long)(l[ph + 1] - l[ph]);
+      const long long d = ph == 0 ? (long long)(l[1] - k0) : (long long)(l[TO[ph]] - l[FR[ph]]);
       mn = d < mn ? d : mn;
       mx = d > mx ? d : mx;
       sum += d;
     }
     printf("stamps %-20s T=%6lld %-26s min %7lld  mean %7lld  max %7lld ns  (e = 0: %lld, e = E-1: %lld)\n", sh->name,
            (long long)T, PH[ph], mn, sum / E, mx,
-           ph == 0 ? (long long)(st[1] - k0) : (long long)(st[ph + 1] - st[ph]),
+           ph == 0 ? (long long)(st[1] - k0) : (long long)(st[TO[ph]] - st[FR[ph]]),
            ph == 0 ? (long long)(st[(size_t)(E - 1) * 16 + 1] - k0)
-                   : (long long)(st[(size_t)(E - 1) * 16 + ph + 1] - st[(size_t)(E - 1) * 16 + ph]));
+                   : (long long)(st[(size_t)(E - 1) * 16 + TO[ph]] - st[(size_t)(E - 1) * 16 + FR[ph]]));
   }
   long long last = 0;
   for (int e = 0; e < E; ++e) last = (long long)(st[(size_t)e * 16 + 6] - k0) > last ? (long long)(st[(size_t)e * 16 + 6] - k0) : last;
@@ -916,8 +933,11 @@ int main(int argc, char** argv) {
 
   if (gtm == 2) {
     const int64_t Ts[] = {16, 1024, 16384, 65536};
-    for (int ti = 0; ti < 4; ++ti) gtm_stamps(&SHAPES[0], Ts[ti], s);
-    gtm_stamps(&SHAPES[4], 16384, s);
+    for (g_stamp_graph = 0; g_stamp_graph < 2; ++g_stamp_graph) {
+      printf("stamps: %s\n", g_stamp_graph ? "the last call of a graph of 20 back-to-back calls" : "one eager call");
+      for (int ti = 0; ti < 4; ++ti) gtm_stamps(&SHAPES[0], Ts[ti], s);
+      gtm_stamps(&SHAPES[4], 16384, s);
+    }
     CK(cudaStreamDestroy(s));
     return 0;
   }

@@ -263,6 +263,7 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
   uint32_t cq = 0u, cbits = m0.x, li[MR_GTM_BATCH], wb[MR_GTM_BATCH];
   mr_gtm_batch<MP>(m0, pl0, cq, cbits, base0, k, want_w, topk_weights, li, wb);
   const bool dup = __syncthreads_or(d != 0u) != 0;
+  mr_gtm_stamp(g, e, 7u);
   uint32_t cnt = mr_gtm_count(m0, base0, dup, topk_ids, k, e);
   for (uint32_t r = 1; r < g.rounds; ++r) {
     const uint32_t base = (r * NT + tid) * MR_GTM_V;
@@ -280,7 +281,7 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
    * alone, eight loads in flight per lane, the unready ones re-polled with a short sleep: fewer
    * requests on the status lines, which every higher CTA reads */
   unsigned long long acc = 0ull;
-  if (tid < 32u && g.probe == 0u) {
+  if (tid < 32u && g.probe != 1u) {
     for (uint32_t x0 = tid; x0 < e; x0 += 8u * 32u) {
       unsigned long long v[8];
 #pragma unroll
