@@ -25,6 +25,10 @@
  *   --bug 5: K1's CTA 0 does not zero the status words
  * Exit status 0 when every case matched.
  *
+ * Models gtm as of e86ecd0 (per-CTA duplicate flags that every K2 CTA reads, K1's shares of
+ * 1 - 8 bytes); the duplicate rows and K1's 32-byte shares that followed lab call 51 are not
+ * modelled yet (large_lab --gtm checks them on the GPU).
+ *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
 #define _POSIX_C_SOURCE 200809L

@@ -19,12 +19,12 @@
  *      every entry i = t*k + j with a valid, enabled expert e, bit t of m[0][e] and bit t
  *      of m[1+p][e] for every set bit p of j (the slot's bit planes, P = ceil(log2 k) of
  *      them), then writes its bytes of every row to the workspace (zeros included). A bit
- *      that was already set means a token named e twice (only a sort input can): the
- *      CTA's duplicate flag. CTA 0 also zeroes K2's status words. gtm_gate.cu's K1g does
+ *      that was already set means a token named e twice (only a sort input can): its bit
+ *      in e's duplicate mask (one more row). CTA 0 also zeroes K2's status words. gtm_gate.cu's K1g does
  *      the same from the rows it gates (route).
  *   K2 (mr_gtm_place_kernel<NT>): CTA e owns expert e.
- *      A. loads its mask row and planes, counts its entries (popcounts; with a
- *         duplicate anywhere, the multiplicity of e in each marked token's row),
+ *      A. loads its mask row, duplicate row and planes, counts its entries (popcounts;
+ *         for a token in the duplicate row, the multiplicity of e in its row),
  *         publishes {pad_e, enabled_e} in status[e] with a flag bit (one 64-bit
  *         store: the flag and the value land together);
  *      B. reads status[x] of every x < e (spinning on the flag), sums them:
@@ -33,15 +33,15 @@
  *         (the decoupled look-back's argument, here with all predecessors read
  *         at once: E <= 1024 words);
  *      C. one block scan of the per-thread counts gives every marked token's rank;
- *         entry (t, j) goes to start_e + rank, j read from the bit planes (with a
- *         duplicate: every j with ids[t*k + j] == e, ascending);
+ *         entry (t, j) goes to start_e + rank, j read from the bit planes (a duplicated
+ *         token: every j with ids[t*k + j] == e, ascending);
  *      D. its padding and block ids; CTA E - 1 the totals.
  *      CTAs before the expert CTAs clear moe_buf (they start once every K1 CTA has
  *      passed its PDL wait, so the previous work on the stream is done).
  *
  * Positions are a pure function of the ids (contract 3): the same bits as every
- * other sort. Workspace (sized by mr_cuda_gtm_workspace): status [E] u64 | dup
- * flags [G1] | masks [(1 + P) * E][Wp] (Wp = ceil(T/32) rounded up to 4 words;
+ * other sort. Workspace (sized by mr_cuda_gtm_workspace): status [E] (a 128-byte line
+ * each) | masks [(2 + P) * E][Wp] (Wp = ceil(T/32) rounded up to 4 words;
  * words >= W are never written and K2 ignores them; gtm.cuh has the layout).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -86,7 +86,6 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
   const uint32_t t0 = blockIdx.x * g.NB * 8u;
   const uint32_t t1 = min(g.T, t0 + g.NB * 8u); /* t0 >= T: a CTA of padding bytes only */
   const uint32_t i1 = t0 < t1 ? t1 * k : 0u;
-  uint32_t dup = 0u;
   /* four loads in flight per thread before the shared atomics */
   for (uint32_t i = t0 * k + tid; i < i1; i += 4u * MR_GTM_K1_THREADS) {
     int32_t x[4];
@@ -101,11 +100,11 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
       if (e >= E || en[e] == 0u) continue; /* dropped: out of range or masked */
       const uint32_t iu = i + (uint32_t)u * MR_GTM_K1_THREADS;
       const uint32_t t = mr_udiv(iu, k, o.k_magic);
-      dup |= mr_gtm_k1_mark(g, sm, e, t - t0, iu - t * k);
+      mr_gtm_k1_mark(g, sm, e, t - t0, iu - t * k);
     }
   }
   if (blockIdx.x == 0u) mr_gtm_stamp(g, 0u, 9u);
-  mr_gtm_k1_publish(g, sm, dup);
+  mr_gtm_k1_publish(g, sm);
   if (blockIdx.x == 0u) mr_gtm_stamp(g, 0u, 10u);
 }
 
@@ -165,18 +164,15 @@ __device__ __forceinline__ uint32_t mr_gtm_word(const uint4& v, int q) {
   return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
 }
 
-/* The thread's entries in its four words m (tokens 32 base ...): popcounts, or with
- * a duplicate the multiplicities. */
-__device__ __forceinline__ uint32_t mr_gtm_count(const uint4& m, uint32_t base, bool dup, const int32_t* ids,
-                                                 uint32_t k, uint32_t e) {
+/* The thread's entries in its four words m (tokens 32 base ...): popcounts, plus for the
+ * tokens in its duplicate words dm the multiplicity beyond one. */
+__device__ __forceinline__ uint32_t mr_gtm_count(const uint4& m, const uint4& dm, uint32_t base,
+                                                 const int32_t* ids, uint32_t k, uint32_t e) {
   uint32_t c = 0u;
 #pragma unroll
   for (int q = 0; q < MR_GTM_V; ++q) {
-    uint32_t bits = mr_gtm_word(m, q);
-    if (!dup) {
-      c += __popc(bits);
-      continue;
-    }
+    uint32_t bits = mr_gtm_word(dm, q);
+    c += __popc(mr_gtm_word(m, q) & ~bits);
     while (bits) {
       const uint32_t b = __ffs(bits) - 1u;
       bits &= bits - 1u;
@@ -221,17 +217,17 @@ __device__ __forceinline__ void mr_gtm_batch(const uint4& m, const uint4* pl, ui
     if (li[u] != MR_GTM_NONE && want_w) {
       const uint32_t j = mr_gtm_slot<MP>(pl, li[u]);
       /* j < k always without duplicates; the guard keeps a speculative batch (taken before the
-       * duplicate flag is known, when the planes may hold ORed slots) inside topk_weights */
+       * duplicate words are looked at, when the planes may hold ORed slots) inside topk_weights */
       if (j < k) wb[u] = __float_as_uint(__ldg(topk_weights + (base * 32u + li[u]) * k + j));
     }
   }
 }
 
 /* NT threads; MP bit planes kept (3: k <= 8, 5: k <= 32). (64, 1): without the minimum ptxas
- * held the 64-thread instance to 72 registers and spilled; (256, 3): two expert CTAs per SM
- * beside a clear CTA (at MP = 5 that spills: (256, 2)) */
+ * held the 64-thread instance to 72 registers and spilled; (256, 2): at 3 CTAs per SM (80
+ * registers) it spills */
 template <int NT, int MP>
-__global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
+__global__ void __launch_bounds__(NT, NT == 256 ? 2 : 1)
     mr_gtm_place_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gtm_k g,
                         const int32_t* topk_ids, const float* topk_weights) {
   __shared__ uint32_t s_warp[NT / 32];
@@ -249,11 +245,9 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
   mr_pdl_enter(); /* K1's masks, flags and zeroed status words are visible */
   if (g.probe == 2u) return; /* lab probe: the two launches' skeleton alone */
   mr_gtm_stamp(g, e, 1u);
-  /* A. every load of round 0 at once: the duplicate flags, the mask words, the planes */
-  uint32_t d = 0u;
-  for (uint32_t c = tid; c < g.G1; c += NT) d |= __ldcg(g.dup + c);
-  const uint32_t base0 = tid * MR_GTM_V;
-  uint4 m0 = mr_gtm_load4(g, e, base0);
+  /* A. every load of round 0 at once: the mask words, the duplicate words, the planes */
+  const uint32_t base0 = tid * MR_GTM_V, drow = (1u + g.planes) * E + e;
+  uint4 m0 = mr_gtm_load4(g, e, base0), dm0 = mr_gtm_load4(g, drow, base0);
   uint4 pl0[MP];
 #pragma unroll
   for (int p = 0; p < MP; ++p)
@@ -262,12 +256,11 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
   const bool want_w = o.sorted_ids != NULL && o.sorted_weights != NULL && topk_weights != NULL;
   uint32_t cq = 0u, cbits = m0.x, li[MR_GTM_BATCH], wb[MR_GTM_BATCH];
   mr_gtm_batch<MP>(m0, pl0, cq, cbits, base0, k, want_w, topk_weights, li, wb);
-  const bool dup = __syncthreads_or(d != 0u) != 0;
   mr_gtm_stamp(g, e, 7u);
-  uint32_t cnt = mr_gtm_count(m0, base0, dup, topk_ids, k, e);
+  uint32_t cnt = mr_gtm_count(m0, dm0, base0, topk_ids, k, e);
   for (uint32_t r = 1; r < g.rounds; ++r) {
     const uint32_t base = (r * NT + tid) * MR_GTM_V;
-    cnt += mr_gtm_count(mr_gtm_load4(g, e, base), base, dup, topk_ids, k, e);
+    cnt += mr_gtm_count(mr_gtm_load4(g, e, base), mr_gtm_load4(g, drow, base), base, topk_ids, k, e);
   }
   const unsigned long long total64 = mr_gtm_block_sum64<NT>(cnt, s_warp64);
   const uint32_t total = (uint32_t)total64;
@@ -312,16 +305,17 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
     if (g.rounds > 1u) { /* cnt spans every round: this round's words (round 0's are m0, pl0) */
       if (r > 0u) {
         m0 = mr_gtm_load4(g, e, base);
+        dm0 = mr_gtm_load4(g, drow, base);
 #pragma unroll
         for (int p = 0; p < MP; ++p)
           pl0[p] = (uint32_t)p < g.planes ? mr_gtm_load4(g, (1u + (uint32_t)p) * E + e, base) : make_uint4(0u, 0u, 0u, 0u);
       }
-      c = mr_gtm_count(m0, base, dup, topk_ids, k, e);
+      c = mr_gtm_count(m0, dm0, base, topk_ids, k, e);
     }
     uint32_t round_total;
     uint32_t pos = start + done + mr_gtm_block_scan<NT>(c, &round_total, s_warp);
     done += round_total;
-    if (!dup) { /* batches of entries; round 0's first batch was taken in A */
+    if ((dm0.x | dm0.y | dm0.z | dm0.w) == 0u) { /* batches of entries; round 0's first batch was taken in A */
       if (r > 0u) {
         cq = 0u;
         cbits = m0.x;
@@ -339,14 +333,21 @@ __global__ void __launch_bounds__(NT, NT == 256 ? (MP == 3 ? 3 : 2) : 1)
       }
       continue;
     }
-    /* with a duplicate: every slot of each marked token that names e, ascending */
+    /* a duplicate among the thread's tokens: one entry at a time; a duplicated token gives every
+     * slot that names e, ascending (its planes hold the OR of them), the others their plane slot */
 #pragma unroll
     for (int q = 0; q < MR_GTM_V; ++q) {
       uint32_t bits = mr_gtm_word(m0, q);
+      const uint32_t dbits = mr_gtm_word(dm0, q);
       while (bits) {
         const uint32_t b = __ffs(bits) - 1u;
         bits &= bits - 1u;
         const uint32_t t = (base + (uint32_t)q) * 32u + b;
+        if (((dbits >> b) & 1u) == 0u) {
+          const uint32_t j = mr_gtm_slot<MP>(pl0, (uint32_t)q * 32u + b), i = t * k + j;
+          mr_emit_entry_at(&o, pos++, i, t, j, want_w ? __float_as_uint(__ldg(topk_weights + i)) : 0u);
+          continue;
+        }
         for (uint32_t j = 0; j < k; ++j) {
           const uint32_t i = t * k + j;
           if ((uint32_t)__ldg(topk_ids + i) != e) continue;
@@ -378,8 +379,8 @@ static uint32_t mr_gtm_planes(uint32_t k) {
  * 0 where the path does not fit. The first launch: about two CTAs per SM, NB bytes of
  * every row each (gtm.cuh), within 48 KB of shared memory. K2's threads: 64 up to W =
  * 256 words (T = 8192), else 256 (rounds of 1024 words). */
-extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size_t* smem, size_t off[3],
-                           size_t* bytes) {
+extern "C" int mr_gtm_plan(const mr_config* cfg, int gate, mr_gtm_k* g, unsigned* nt, size_t* smem,
+                           size_t off[2], size_t* bytes) {
   const int64_t T = cfg->num_tokens, E = cfg->num_experts, k = cfg->top_k;
   if (T < 1 || E < 1 || E > 1024 || k < 1 || k > 32 || T * k >= ((int64_t)1 << 31)) return 0;
   memset(g, 0, sizeof *g);
@@ -391,13 +392,16 @@ extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size
   g->planes = mr_gtm_planes(g->k);
   g->W = (uint32_t)((T + 31) / 32);
   g->Wp = (g->W + 3u) & ~3u;
-  const uint32_t rows = (1u + g->planes) * g->E;
+  const uint32_t rows = mr_gtm_rows(*g);
   const size_t mask_bytes = (size_t)rows * g->Wp * 4u;
   if (mask_bytes > MR_GTM_MAX_MASK_BYTES) return 0;
   const uint32_t max_swr = (MR_GTM_SMEM_WORDS - g->E) / rows;
   if (max_swr < 1u) return 0;
   const uint32_t b4 = 4u * g->W, target = 2u * (uint32_t)mr_cuda_sm_count();
   uint32_t NB = (b4 + target - 1u) / target;
+  /* K1 (not K1g): whole 32-byte sectors of each row per CTA where shared memory allows (lab call 51:
+   * shares of 1 - 8 bytes, partial sectors that several CTAs write, took 1 - 4 us to publish) */
+  if (!gate && NB < 32u) NB = max_swr >= 8u ? 32u : 4u * max_swr;
   if (NB > 2u) {
     uint32_t swr = (NB + 3u) / 4u;
     if (swr > max_swr) swr = max_swr;
@@ -410,18 +414,17 @@ extern "C" int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size
   *smem = (size_t)mr_gtm_k1_words(*g) * 4u;
   *nt = g->W <= 256u ? 64u : 256u;
   g->rounds = (g->W + *nt * MR_GTM_V - 1u) / (*nt * MR_GTM_V);
-  off[0] = 0;                                           /* status [E], a 128-byte line each */
-  off[1] = MR_GTM_ALIGN((size_t)g->E * MR_GTM_SSTRIDE * 8u); /* dup [G1], G1 <= 4 W whatever the SM count */
-  off[2] = off[1] + MR_GTM_ALIGN((size_t)g->W * 16u);   /* masks (the size does not depend on the device) */
-  *bytes = off[2] + MR_GTM_ALIGN(mask_bytes);
+  off[0] = 0;                                                /* status [E], a 128-byte line each */
+  off[1] = MR_GTM_ALIGN((size_t)g->E * MR_GTM_SSTRIDE * 8u); /* masks */
+  *bytes = off[1] + MR_GTM_ALIGN(mask_bytes);
   return 1;
 }
 
 extern "C" int mr_cuda_gtm_fits(const mr_config* cfg) {
   mr_gtm_k g;
   unsigned nt;
-  size_t smem, off[3], bytes;
-  return mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes);
+  size_t smem, off[2], bytes;
+  return mr_gtm_plan(cfg, 0, &g, &nt, &smem, off, &bytes);
 }
 
 extern "C" int mr_cuda_gtm_takes(const mr_config* cfg, int op) {
@@ -434,8 +437,8 @@ extern "C" int mr_cuda_gtm_takes(const mr_config* cfg, int op) {
 extern "C" size_t mr_cuda_gtm_workspace(const mr_config* cfg) {
   mr_gtm_k g;
   unsigned nt;
-  size_t smem, off[3], bytes;
-  return mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) ? bytes : 0u;
+  size_t smem, off[2], bytes;
+  return mr_gtm_plan(cfg, 0, &g, &nt, &smem, off, &bytes) ? bytes : 0u;
 }
 
 /* K2 (after a first launch that built g's masks): a CTA per expert, then the CTAs that
@@ -461,19 +464,18 @@ extern "C" cudaError_t mr_gtm_launch_place(const mr_gtm_k* g, unsigned nt, const
   return cudaSuccess;
 }
 
-extern "C" void mr_gtm_bind(mr_gtm_k* g, const size_t off[3], void* workspace) {
+extern "C" void mr_gtm_bind(mr_gtm_k* g, const size_t off[2], void* workspace) {
   unsigned char* ws = (unsigned char*)workspace;
   g->status = (unsigned long long*)(ws + off[0]);
-  g->dup = (uint32_t*)(ws + off[1]);
-  g->mask = (uint32_t*)(ws + off[2]);
+  g->mask = (uint32_t*)(ws + off[1]);
 }
 
 extern "C" cudaError_t mr_cuda_launch_gtm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                                const float* topk_weights, void* workspace, cudaStream_t stream) {
   mr_gtm_k g;
   unsigned nt;
-  size_t smem, off[3], bytes;
-  if (!mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) || workspace == NULL) return cudaErrorInvalidConfiguration;
+  size_t smem, off[2], bytes;
+  if (!mr_gtm_plan(cfg, 0, &g, &nt, &smem, off, &bytes) || workspace == NULL) return cudaErrorInvalidConfiguration;
   mr_gtm_bind(&g, off, workspace);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;

@@ -3,8 +3,8 @@
  * gtm_gate.cu's K1g, which gates the rows itself) and its host plan share (v16; a lab path,
  * knob gtm; gtm.cu has the design).
  *
- * The masks in the workspace: row r (r = p * E + e: p = 0 the token mask of expert e, p >= 1
- * bit plane p - 1 of the slot) is W = ceil(T/32) words, stride Wp (W rounded up to 4): bit t
+ * The masks in the workspace: row r (r = p * E + e: p = 0 the token mask of expert e, 1 .. P
+ * bit plane p - 1 of the slot, P + 1 the duplicate mask) is W = ceil(T/32) words, stride Wp (W rounded up to 4): bit t
  * % 32 of word t / 32, i.e. (little-endian) bit t % 8 of byte t / 8. CTA c of the first launch
  * owns NB bytes of every row, the tokens [8 NB c, 8 NB (c + 1)), and writes all of them, zeros
  * included, up to the end of word W - 1 (G1 = ceil(4 W / NB) CTAs), and the last CTA zeroes
@@ -37,13 +37,16 @@ typedef struct mr_gtm_k {
   uint32_t probe;       /* lab timing probe, WRONG outputs: 1 = K2 skips the wait on the lower experts,
                            2 = K2's expert CTAs return after their PDL wait (the launches alone) */
   unsigned long long* status; /* [E], stride MR_GTM_SSTRIDE */
-  uint32_t* dup;              /* [G1] */
-  uint32_t* mask;             /* [(1 + P) * E][Wp] */
+  uint32_t* mask;             /* [(2 + P) * E][Wp]: token masks, P slot planes, duplicate masks */
 } mr_gtm_k;
 
-/* The first launch's shared memory (words): masks [(1 + P) * E][swr] | enabled [E]. */
+/* Mask rows: r = p * E + e, p = 0 the token mask, 1 .. P the slot's bit planes, P + 1 the
+ * duplicate mask (bit t: token t named e more than once; only a sort input can). */
+__host__ __device__ __forceinline__ uint32_t mr_gtm_rows(const mr_gtm_k& g) { return (2u + g.planes) * g.E; }
+
+/* The first launch's shared memory (words): masks [rows][swr] | enabled [E]. */
 __host__ __device__ __forceinline__ uint32_t mr_gtm_k1_words(const mr_gtm_k& g) {
-  return (1u + g.planes) * g.E * g.swr + g.E;
+  return mr_gtm_rows(g) * g.swr + g.E;
 }
 
 /* Start of a first-launch CTA: zero its masks (shared only, before the PDL wait), wait for
@@ -51,7 +54,7 @@ __host__ __device__ __forceinline__ uint32_t mr_gtm_k1_words(const mr_gtm_k& g) 
  * flags; CTA 0 zeroes K2's status words (K2 reads them after its own wait). */
 __device__ __forceinline__ void mr_gtm_k1_begin(const mr_sort_out& o, const mr_gtm_k& g, uint32_t* sm) {
   const uint32_t tid = threadIdx.x, E = g.E;
-  const uint32_t masks = (1u + g.planes) * E * g.swr;
+  const uint32_t masks = mr_gtm_rows(g) * g.swr;
   for (uint32_t q = tid; q < masks; q += blockDim.x) sm[q] = 0u;
   mr_pdl_enter();
   for (uint32_t e = tid; e < E; e += blockDim.x)
@@ -61,22 +64,20 @@ __device__ __forceinline__ void mr_gtm_k1_begin(const mr_sort_out& o, const mr_g
   __syncthreads();
 }
 
-/* Entry (t, j) of expert e (valid and enabled), lt = t - t0 < 8 NB: its bits. Returns
- * non-zero when the token already named e (a duplicate). */
-__device__ __forceinline__ uint32_t mr_gtm_k1_mark(const mr_gtm_k& g, uint32_t* sm, uint32_t e, uint32_t lt,
-                                                   uint32_t j) {
+/* Entry (t, j) of expert e (valid and enabled), lt = t - t0 < 8 NB: its bits. A bit already
+ * set (the atomic's old value) means the token named e twice: its bit in the duplicate mask. */
+__device__ __forceinline__ void mr_gtm_k1_mark(const mr_gtm_k& g, uint32_t* sm, uint32_t e, uint32_t lt,
+                                               uint32_t j) {
   const uint32_t w = lt >> 5, bit = 1u << (lt & 31u), swr = g.swr;
-  const uint32_t dup = atomicOr(sm + e * swr + w, bit) & bit;
+  if (atomicOr(sm + e * swr + w, bit) & bit) atomicOr(sm + ((1u + g.planes) * g.E + e) * swr + w, bit);
   for (uint32_t p = 0; p < g.planes; ++p)
     if ((j >> p) & 1u) atomicOr(sm + ((1u + p) * g.E + e) * swr + w, bit);
-  return dup;
 }
 
-/* End of a first-launch CTA: after one barrier (which also ORs the duplicate flags), its
- * bytes of every row to the workspace, and its duplicate flag. */
-__device__ __forceinline__ void mr_gtm_k1_publish(const mr_gtm_k& g, const uint32_t* sm, uint32_t dup) {
-  const int any = __syncthreads_or(dup != 0u);
-  const uint32_t tid = threadIdx.x, c = blockIdx.x, rows = (1u + g.planes) * g.E;
+/* End of a first-launch CTA: after one barrier, its bytes of every row to the workspace. */
+__device__ __forceinline__ void mr_gtm_k1_publish(const mr_gtm_k& g, const uint32_t* sm) {
+  __syncthreads();
+  const uint32_t tid = threadIdx.x, c = blockIdx.x, rows = mr_gtm_rows(g);
   if ((g.NB & 3u) == 0u) { /* whole words: [c NB/4, c NB/4 + nw) of each row */
     const uint32_t wbase = c * g.swr, nw = min(g.swr, g.W - wbase);
     for (uint32_t q = tid; q < rows * g.swr; q += blockDim.x) {
@@ -96,17 +97,19 @@ __device__ __forceinline__ void mr_gtm_k1_publish(const mr_gtm_k& g, const uint3
       const uint32_t r = q / (g.Wp - g.W);
       g.mask[(size_t)r * g.Wp + g.W + (q - r * (g.Wp - g.W))] = 0u;
     }
-  if (tid == 0u) g.dup[c] = any ? 1u : 0u;
 }
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-/* gtm.cu: the plan (0 where the path does not fit), its workspace offsets (status, dup,
- * masks) and bytes; K2's launch (after a first launch that built g's masks). */
-int mr_gtm_plan(const mr_config* cfg, mr_gtm_k* g, unsigned* nt, size_t* smem, size_t off[3], size_t* bytes);
+/* gtm.cu: the plan (0 where the path does not fit; gate: for K1g, whose CTAs gate their rows,
+ * else K1, whose CTAs take whole 32-byte sectors of each row where shared memory allows), its
+ * workspace offsets (status, masks) and bytes; K2's launch (after a first launch that built g's
+ * masks). */
+int mr_gtm_plan(const mr_config* cfg, int gate, mr_gtm_k* g, unsigned* nt, size_t* smem, size_t off[2],
+                size_t* bytes);
 /* g's workspace pointers (mr_gtm_plan's offsets). */
-void mr_gtm_bind(mr_gtm_k* g, const size_t off[3], void* workspace);
+void mr_gtm_bind(mr_gtm_k* g, const size_t off[2], void* workspace);
 cudaError_t mr_gtm_launch_place(const mr_gtm_k* g, unsigned nt, const mr_sort_out* o, const int32_t* topk_ids,
                                 const float* topk_weights, cudaStream_t stream);
 #ifdef __cplusplus

@@ -19,13 +19,13 @@
 #define MR_GTM_G_WARPS (MR_GTM_K1_THREADS / 32)
 
 /* Entry (t, slot) of the CTA's rows: the top-k outputs and the masks. */
-__device__ __forceinline__ uint32_t mr_gtm_g_emit(const mr_gtm_k& g, uint32_t* sm, const uint32_t* en, uint32_t t0,
+__device__ __forceinline__ void mr_gtm_g_emit(const mr_gtm_k& g, uint32_t* sm, const uint32_t* en, uint32_t t0,
                                                   int64_t t, uint32_t slot, int32_t id, float w, int32_t* topk_ids,
                                                   float* topk_weights) {
   topk_ids[t * g.k + slot] = id;
   topk_weights[t * g.k + slot] = w;
-  if ((uint32_t)id >= g.E || en[id] == 0u) return 0u; /* masked: in topk_ids only */
-  return mr_gtm_k1_mark(g, sm, (uint32_t)id, (uint32_t)t - t0, slot);
+  if ((uint32_t)id >= g.E || en[id] == 0u) return; /* masked: in topk_ids only */
+  mr_gtm_k1_mark(g, sm, (uint32_t)id, (uint32_t)t - t0, slot);
 }
 
 /* (256, 1): without the minimum ptxas capped the E > 256 instances at 64 - 80 registers and spilled */
@@ -40,7 +40,6 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS, 1)
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const uint32_t t0 = blockIdx.x * g.NB * 8u, t1 = min(g.T, t0 + g.NB * 8u);
   const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
-  uint32_t dup = 0u;
 #pragma unroll 1
   for (uint32_t t = t0 + warp; t < t1; t += MR_GTM_G_WARPS) { /* warp-uniform */
     uint32_t raw[EPL];
@@ -48,9 +47,9 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS, 1)
     int32_t id;
     float w;
     mr_gate_row<DT, EPL, MR_KIND_PACKED>(p, lane, raw, NULL, NULL, true, NULL, NULL, &id, &w);
-    if ((int)lane < p.top_k) dup |= mr_gtm_g_emit(g, sm, en, t0, t, lane, id, w, topk_ids, topk_weights);
+    if ((int)lane < p.top_k) mr_gtm_g_emit(g, sm, en, t0, t, lane, id, w, topk_ids, topk_weights);
   }
-  mr_gtm_k1_publish(g, sm, dup);
+  mr_gtm_k1_publish(g, sm);
 }
 
 template <int DT, int EPS, int LPR, int L>
@@ -66,7 +65,6 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
   const uint32_t sl = lane & (LPR - 1u), seg = lane / LPR;
   const uint32_t t0 = blockIdx.x * g.NB * 8u, t1 = min(g.T, t0 + g.NB * 8u);
   const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
-  uint32_t dup = 0u;
 #pragma unroll 1
   for (uint32_t tb = t0 + warp * RPW; tb < t1; tb += MR_GTM_G_WARPS * RPW) { /* warp-uniform */
     const uint32_t t = tb + seg;
@@ -76,9 +74,9 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
     int32_t id;
     float w;
     mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, &id, &w);
-    if (live && (int)sl < p.top_k) dup |= mr_gtm_g_emit(g, sm, en, t0, t, sl, id, w, topk_ids, topk_weights);
+    if (live && (int)sl < p.top_k) mr_gtm_g_emit(g, sm, en, t0, t, sl, id, w, topk_ids, topk_weights);
   }
-  mr_gtm_k1_publish(g, sm, dup);
+  mr_gtm_k1_publish(g, sm);
 }
 
 /* ---- host ---- */
@@ -119,8 +117,8 @@ extern "C" cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_g
   if (mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) return cudaErrorNotSupported;
   mr_gtm_k g;
   unsigned nt;
-  size_t smem, off[3], bytes;
-  if (!mr_gtm_plan(cfg, &g, &nt, &smem, off, &bytes) || workspace == NULL) return cudaErrorInvalidConfiguration;
+  size_t smem, off[2], bytes;
+  if (!mr_gtm_plan(cfg, 1, &g, &nt, &smem, off, &bytes) || workspace == NULL) return cudaErrorInvalidConfiguration;
   mr_gtm_bind(&g, off, workspace);
   mr_gate_p p;
   mr_gate_p_init(a, cfg->dtype, &p);
