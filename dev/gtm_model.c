@@ -1,33 +1,41 @@
 /*
  * gtm_model.c - a host (C99) model of the grid token-mask sort (src/cuda/gtm.cu, gtm.cuh),
- * line by line: mr_gtm_plan, K1 (mr_gtm_mask_kernel: per CTA, shared masks, atomicOr with the
- * duplicate test on the old value, the write-out, the dup flags, the zeroed status words) and
- * K2 (mr_gtm_place_kernel<NT>: per CTA, per thread, between the barriers), checked bit for bit
- * against the CPU backend (moeroute_cpu_sort) on random cases.
+ * line by line: mr_gtm_plan (gate = 0, the sort's K1: NB raised to 32 bytes, or
+ * 4 max_swr; gate = 1, route's K1g: NB as before, 1 or 2 bytes possible), K1 (mr_gtm_mask_kernel:
+ * per CTA, shared masks, mr_gtm_k1_mark with the duplicate row set from the atomicOr's old value,
+ * mr_gtm_k1_publish's write-out of the (2 + P) E rows and the last CTA's words [W, Wp), the
+ * zeroed status words) and K2 (mr_gtm_place_kernel<NT>: per CTA, per thread, between the
+ * barriers: mask, duplicate and plane words, mr_gtm_count with the multiplicities of the
+ * duplicated tokens, the batch path or the one-at-a-time path per thread), checked bit for bit
+ * against the CPU backend (moeroute_cpu_sort) on random cases. With the gate plan, K1g's gating
+ * is not modelled, only its masks (the same mark and publish code) from the case's topk_ids.
  *
- * The workspace starts as 0xAB garbage; every workspace byte K1 writes is counted, and every
- * mask word below W that K2 uses must have been written (by exactly one CTA) before; status
- * words must be K1's zeros when K2 starts and carry the flag when a higher CTA reads them (K2's
- * CTAs run in index order, each to its end: the in-order dispatch the spin relies on). Every
- * output position is bounds-checked and must be written exactly once below total, never at or
- * beyond it. moe_buf (random size and alignment) is cleared by the model of K2's clear CTAs.
+ * This model found a bug in 2edbcba (fixed in the next commit): K1 read its enabled flags at
+ * sm + (1 + P) E swr, the duplicate rows, which are zero, so every entry was dropped
+ * (--bug 7 models it).
+ *
+ * The workspace (status: E lines of 128 bytes | masks [(2 + P) E][Wp]) starts as 0xAB garbage;
+ * every workspace byte K1 writes is counted, and every mask byte must be written exactly once
+ * by K1 (words < W by their owner CTA, [W, Wp) by the last) and every word K2 loads (16 bytes,
+ * [W, Wp) included) before K2 reads it; status words must be K1's zeros when K2 starts and
+ * carry the flag when a higher CTA reads them (K2's CTAs run in index order, each to its end:
+ * the in-order dispatch the spin relies on). Every output position is bounds-checked and must
+ * be written exactly once below total, never at or beyond it. moe_buf (random size and
+ * alignment) is cleared by the model of K2's clear CTAs (first in the grid).
  *
  * Build (CPU-only library: cmake -S . -B /tmp/gm -DMOEROUTE_CUDA=OFF && cmake --build /tmp/gm):
- *   gcc -O2 -std=c99 -Wall -Iinclude dev/gtm_model.c /tmp/gm/libmoeroute.a -lm -o /tmp/gtm_model
+ *   gcc -O2 -std=c99 -Wall -Wextra -pedantic -Iinclude dev/gtm_model.c /tmp/gm/libmoeroute.a -lm -o /tmp/gtm_model
  * Run:
- *   /tmp/gtm_model [cases=3000] [seed=1] [--bug N]
- *   /tmp/gtm_model --plan SMS < lines of "T E k U" (the plans, to diff against the library's mr_gtm_plan)
+ *   /tmp/gtm_model [cases=3000] [seed=1] [--gate 0|1] [--bug N]   (no --gate: 1 case in 4 the gate plan)
+ *   /tmp/gtm_model --plan SMS GATE < lines of "T E k U" (the plans, to diff against the library's mr_gtm_plan)
  *   --bug 1: slot plane p read as bit p + 1 of j (off by one in the planes' j), K1
  *   --bug 2: start sums the statuses of x <= e - 2 only (off by one in the start sum), K2
  *   --bug 3: the write-out guard w <= nw (one word too many), K1
- *   --bug 4: no zeroing of the words >= W in mr_gtm_load4, K2 (since K1 zeroes words [W, Wp) too,
- *            it no longer changes the outputs; kept as a probe of the load's guard)
+ *   --bug 4: words [W, Wp) neither zeroed by K1's last CTA nor masked by mr_gtm_load4 (K2)
  *   --bug 5: K1's CTA 0 does not zero the status words
+ *   --bug 6: K1 does not set the duplicate row (mr_gtm_k1_mark)
+ *   --bug 7: K1 reads the enabled flags at sm + (1 + P) E swr (2edbcba's gtm.cu:82, gtm_gate.cu:38, 62)
  * Exit status 0 when every case matched.
- *
- * Models gtm as of e86ecd0 (per-CTA duplicate flags that every K2 CTA reads, K1's shares of
- * 1 - 8 bytes); the duplicate rows and K1's 32-byte shares that followed lab call 51 are not
- * modelled yet (large_lab --gtm checks them on the GPU).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -53,6 +61,8 @@
 #define GARBAGE 0xABu
 
 static int g_bug = 0;
+static int g_gate = -1;       /* the plan's gate: -1 = random per case (1 in 4: the K1g plan) */
+static long g_dup_threads;    /* K2 thread-rounds on the one-at-a-time (duplicate) path */
 
 /* ---- failure reporting ---------------------------------------------------------------- */
 static char g_why[512];
@@ -89,7 +99,8 @@ static uint32_t word4(const u4* v, int q) { return q == 0 ? v->x : q == 1 ? v->y
 typedef struct {
   uint32_t T, E, k, U, W, Wp, NB, swr, swr_magic, G1, planes, rounds;
   unsigned nt;
-  size_t smem, off[3], bytes, mask_bytes;
+  int gate; /* mr_gtm_plan's gate: 0 = K1 (the sort), 1 = K1g (route) */
+  size_t smem, off[2], bytes, mask_bytes;
 } gplan;
 
 static uint32_t gtm_planes(uint32_t k) {
@@ -98,25 +109,28 @@ static uint32_t gtm_planes(uint32_t k) {
   return p;
 }
 #define ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
-static uint32_t k1_words(const gplan* g) { return (1u + g->planes) * g->E * g->swr + g->E; }
+static uint32_t gtm_rows(const gplan* g) { return (2u + g->planes) * g->E; } /* mr_gtm_rows */
+static uint32_t k1_words(const gplan* g) { return gtm_rows(g) * g->swr + g->E; }
 
-static int gtm_plan(int64_t T, int64_t E, int64_t k, int32_t U, uint32_t sm_count, gplan* g) {
+static int gtm_plan(int64_t T, int64_t E, int64_t k, int32_t U, uint32_t sm_count, int gate, gplan* g) {
   if (T < 1 || E < 1 || E > 1024 || k < 1 || k > 32 || T * k >= ((int64_t)1 << 31)) return 0;
   memset(g, 0, sizeof *g);
   g->T = (uint32_t)T;
   g->E = (uint32_t)E;
   g->k = (uint32_t)k;
   g->U = (uint32_t)U;
+  g->gate = gate;
   g->planes = gtm_planes(g->k);
   g->W = (uint32_t)((T + 31) / 32);
   g->Wp = (g->W + 3u) & ~3u;
-  const uint32_t rows = (1u + g->planes) * g->E;
+  const uint32_t rows = gtm_rows(g);
   const size_t mask_bytes = (size_t)rows * g->Wp * 4u;
   if (mask_bytes > MAX_MASK_BYTES) return 0;
   const uint32_t max_swr = (SMEM_WORDS - g->E) / rows;
   if (max_swr < 1u) return 0;
   const uint32_t b4 = 4u * g->W, target = 2u * sm_count;
   uint32_t NB = (b4 + target - 1u) / target;
+  if (!gate && NB < 32u) NB = max_swr >= 8u ? 32u : 4u * max_swr; /* K1: whole 32-byte sectors */
   if (NB > 2u) {
     uint32_t swr = (NB + 3u) / 4u;
     if (swr > max_swr) swr = max_swr;
@@ -130,9 +144,8 @@ static int gtm_plan(int64_t T, int64_t E, int64_t k, int32_t U, uint32_t sm_coun
   g->nt = g->W <= 256u ? 64u : 256u;
   g->rounds = (g->W + g->nt * GV - 1u) / (g->nt * GV);
   g->off[0] = 0;
-  g->off[1] = ALIGN256((size_t)g->E * 128u); /* status: a 128-byte line each (MR_GTM_SSTRIDE) */
-  g->off[2] = g->off[1] + ALIGN256((size_t)g->W * 16u); /* dup: G1 <= 4 W, whatever the SM count */
-  g->bytes = g->off[2] + ALIGN256(mask_bytes);
+  g->off[1] = ALIGN256((size_t)g->E * 128u); /* masks (status: a 128-byte line each, MR_GTM_SSTRIDE) */
+  g->bytes = g->off[1] + ALIGN256(mask_bytes);
   g->mask_bytes = mask_bytes;
   return 1;
 }
@@ -302,26 +315,32 @@ static uint32_t sm_atomic_or(uint32_t q, uint32_t v) {
   return old;
 }
 
-/* mr_gtm_k1_mark */
-static uint32_t k1_mark(const gplan* g, uint32_t e, uint32_t lt, uint32_t j) {
+/* mr_gtm_k1_mark: a bit already set (the atomic's old value) sets the token's bit in the
+ * duplicate row (1 + P) E + e */
+static void k1_mark(const gplan* g, uint32_t e, uint32_t lt, uint32_t j) {
   const uint32_t w = lt >> 5, bit = 1u << (lt & 31u), swr = g->swr;
   if (w >= swr) fail("K1 mark: word %u of the CTA's %u (lt = %u)", w, swr, lt);
-  const uint32_t dup = sm_atomic_or(e * swr + w, bit) & bit;
+  if (sm_atomic_or(e * swr + w, bit) & bit) {
+    if (g_bug != 6) (void)sm_atomic_or(((1u + g->planes) * g->E + e) * swr + w, bit);
+  }
   for (uint32_t p = 0; p < g->planes; ++p) {
     const uint32_t pb = g_bug == 1 ? p + 1u : p;
     if ((j >> pb) & 1u) (void)sm_atomic_or(((1u + p) * g->E + e) * swr + w, bit);
   }
-  return dup;
 }
 
+/* mr_gtm_mask_kernel (gtm.cu), CTA c; K1g (gtm_gate.cu) shares mr_gtm_k1_begin, mr_gtm_k1_mark
+ * and mr_gtm_k1_publish with it: with g->gate its plan's NB, the marks still from topk_ids */
 static void k1_cta(const gplan* g, const sort_out* o, const int32_t* topk_ids, uint32_t c) {
   const uint32_t E = g->E, k = g->k;
   smem_n = k1_words(g);
   if ((size_t)smem_n * 4u != g->smem || g->smem > 48u * 1024u) fail("K1 smem %zu bytes (words %u)", g->smem, smem_n);
   memset(smem, GARBAGE, (size_t)SMEM_WORDS * 4u);
-  const uint32_t en_off = (1u + g->planes) * g->E * g->swr;
+  /* const uint32_t* en = sm + rows * swr: where mr_gtm_k1_begin writes the flags (2edbcba read
+   * them at (1 + P) E swr, the duplicate rows: --bug 7) */
+  const uint32_t en_off = g_bug == 7 ? (1u + g->planes) * g->E * g->swr : gtm_rows(g) * g->swr;
   /* mr_gtm_k1_begin */
-  const uint32_t masks = (1u + g->planes) * E * g->swr;
+  const uint32_t masks = gtm_rows(g) * g->swr;
   for (uint32_t tid = 0; tid < K1_THREADS; ++tid)
     for (uint32_t q = tid; q < masks; q += K1_THREADS) sm_st(q, 0u);
   /* mr_pdl_enter */
@@ -338,9 +357,7 @@ static void k1_cta(const gplan* g, const sort_out* o, const int32_t* topk_ids, u
   const uint32_t t0 = c * g->NB * 8u;
   const uint32_t t1 = umin(g->T, t0 + g->NB * 8u);
   const uint32_t i1 = t0 < t1 ? t1 * k : 0u;
-  uint32_t any = 0u;
   for (uint32_t tid = 0; tid < K1_THREADS; ++tid) {
-    uint32_t dup = 0u;
     for (uint32_t i = t0 * k + tid; i < i1; i += 4u * K1_THREADS) {
       int32_t x[4];
       for (int u = 0; u < 4; ++u) {
@@ -353,13 +370,12 @@ static void k1_cta(const gplan* g, const sort_out* o, const int32_t* topk_ids, u
         const uint32_t iu = i + (uint32_t)u * K1_THREADS;
         const uint32_t t = mr_udiv(iu, k, o->k_magic);
         if (t < t0 || t >= t1) fail("K1 CTA %u: token %u outside [%u, %u)", c, t, t0, t1);
-        dup |= k1_mark(g, e, t - t0, iu - t * k);
+        k1_mark(g, e, t - t0, iu - t * k);
       }
     }
-    any |= dup != 0u; /* __syncthreads_or */
   }
-  /* mr_gtm_k1_publish */
-  const uint32_t rows = (1u + g->planes) * g->E;
+  /* mr_gtm_k1_publish: __syncthreads, then the CTA's bytes of every row */
+  const uint32_t rows = gtm_rows(g);
   for (uint32_t tid = 0; tid < K1_THREADS; ++tid) {
     if ((g->NB & 3u) == 0u) {
       const uint32_t wbase = c * g->swr, nw = umin(g->swr, g->W - wbase);
@@ -367,30 +383,26 @@ static void k1_cta(const gplan* g, const sort_out* o, const int32_t* topk_ids, u
         const uint32_t r = mr_udiv(q, g->swr, g->swr_magic), w = q - r * g->swr;
         if (g_bug == 3 ? w <= nw : w < nw) {
           const uint32_t v = sm_ld(q);
-          ws_write(g->off[2] + ((size_t)r * g->Wp + wbase + w) * 4u, &v, 4, "K1 mask word");
+          ws_write(g->off[1] + ((size_t)r * g->Wp + wbase + w) * 4u, &v, 4, "K1 mask word");
         }
       }
     } else {
-      if (g->swr != 1u || g->NB > 2u) fail("K1 byte path with NB = %u, swr = %u", g->NB, g->swr);
+      if (!g->gate || g->swr != 1u || g->NB > 2u) fail("K1 byte path with NB = %u, swr = %u, gate %d", g->NB, g->swr, g->gate);
       const uint32_t bbase = c * g->NB, nb = umin(g->NB, 4u * g->W - bbase);
       for (uint32_t q = tid; q < rows * g->NB; q += K1_THREADS) {
         const uint32_t r = g->NB == 1u ? q : q >> 1, b = q - r * g->NB;
         if (b < nb) {
           const unsigned char v = (unsigned char)(sm_ld(r) >> (8u * b));
-          ws_write(g->off[2] + ((size_t)r * g->Wp) * 4u + bbase + b, &v, 1, "K1 mask byte");
+          ws_write(g->off[1] + ((size_t)r * g->Wp) * 4u + bbase + b, &v, 1, "K1 mask byte");
         }
       }
     }
-    if (c == g->G1 - 1u) { /* the last CTA zeroes words [W, Wp) of every row */
+    if (c == g->G1 - 1u && g_bug != 4) { /* the last CTA zeroes words [W, Wp) of every row */
       const uint32_t pw = g->Wp - g->W;
       for (uint32_t q = tid; q < rows * pw; q += K1_THREADS) {
         const uint32_t r = q / pw, v = 0u;
-        ws_write(g->off[2] + ((size_t)r * g->Wp + g->W + (q - r * pw)) * 4u, &v, 4, "K1 tail word");
+        ws_write(g->off[1] + ((size_t)r * g->Wp + g->W + (q - r * pw)) * 4u, &v, 4, "K1 tail word");
       }
-    }
-    if (tid == 0u) {
-      const uint32_t v = any ? 1u : 0u;
-      ws_write(g->off[1] + (size_t)c * 4u, &v, 4, "K1 dup flag");
     }
   }
 }
@@ -401,9 +413,9 @@ static void k1_cta(const gplan* g, const sort_out* o, const int32_t* topk_ids, u
 static u4 load4(const gplan* g, uint32_t r, uint32_t base) {
   u4 v = mk4(0u, 0u, 0u, 0u);
   if (base < g->W) {
-    const size_t off = g->off[2] + ((size_t)r * g->Wp + base) * 4u;
+    const size_t off = g->off[1] + ((size_t)r * g->Wp + base) * 4u;
     if (off % 16u != 0u) fail("K2 uint4 load at workspace offset %zu (not 16-byte aligned)", off);
-    if ((size_t)r * g->Wp + base + 4u > (size_t)(1u + g->planes) * g->E * g->Wp)
+    if ((size_t)r * g->Wp + base + 4u > (size_t)gtm_rows(g) * g->Wp)
       fail("K2 uint4 load of row %u word %u beyond the masks", r, base);
     uint32_t tmp[4];
     ws_read(off, tmp, 16, "K2 mask load");
@@ -424,14 +436,13 @@ static uint32_t gtm_mult(const int32_t* ids, uint32_t t, uint32_t k, uint32_t e)
   for (uint32_t j = 0; j < k; ++j) n += (uint32_t)ids[(size_t)t * k + j] == e ? 1u : 0u;
   return n;
 }
-static uint32_t gtm_count(const u4* m, uint32_t base, int dup, const int32_t* ids, uint32_t k, uint32_t e) {
+/* mr_gtm_count: popcounts of the tokens not in the duplicate words dm, multiplicities of those in them */
+static uint32_t gtm_count(const u4* m, const u4* dm, uint32_t base, const int32_t* ids, uint32_t k, uint32_t e) {
   uint32_t c = 0u;
   for (int q = 0; q < GV; ++q) {
-    uint32_t bits = word4(m, q);
-    if (!dup) {
-      c += popc(bits);
-      continue;
-    }
+    uint32_t bits = word4(dm, q);
+    if ((bits & ~word4(m, q)) != 0u) fail("duplicate bits %#x outside the mask word %#x", bits, word4(m, q));
+    c += popc(word4(m, q) & ~bits);
     while (bits) {
       const uint32_t b = ffs1(bits) - 1u;
       bits &= bits - 1u;
@@ -484,8 +495,8 @@ static void gtm_batch(const u4* m, const u4* pl, uint32_t* q, uint32_t* bits, ui
 
 /* per-thread state of one CTA */
 typedef struct {
-  u4 m0, pl0[MAX_PLANES];
-  uint32_t cq, cbits, li[BATCH], wb[BATCH], cnt, d, c, pos;
+  u4 m0, dm0, pl0[MAX_PLANES];
+  uint32_t cq, cbits, li[BATCH], wb[BATCH], cnt, c, pos;
   uint64_t acc;
 } k2_thread;
 static k2_thread th[256];
@@ -538,33 +549,26 @@ static void k2_cta(const gplan* g, const sort_out* o, const k2_in* in, uint32_t 
   uint64_t v64[256];
   /* A. (after mr_pdl_enter) */
   const int want_w = o->sorted_ids != NULL && o->sorted_weights != NULL && in->weights != NULL;
+  const uint32_t drow = (1u + g->planes) * E + e;
   for (unsigned tid = 0; tid < NT; ++tid) {
     k2_thread* s = &th[tid];
-    s->d = 0u;
-    for (uint32_t c = tid; c < g->G1; c += NT) {
-      uint32_t f;
-      ws_read(g->off[1] + (size_t)c * 4u, &f, 4, "K2 dup flag");
-      if (!ws_written(g->off[1] + (size_t)c * 4u, 4)) fail("K2 reads dup flag %u before K1 wrote it", c);
-      s->d |= f;
-    }
     const uint32_t base0 = tid * GV;
     s->m0 = load4(g, e, base0);
+    s->dm0 = load4(g, drow, base0);
     for (int p = 0; p < MAX_PLANES; ++p)
       s->pl0[p] = (uint32_t)p < g->planes ? load4(g, (1u + (uint32_t)p) * E + e, base0) : mk4(0u, 0u, 0u, 0u);
     s->cq = 0u;
     s->cbits = s->m0.x;
     gtm_batch(&s->m0, s->pl0, &s->cq, &s->cbits, base0, k, want_w, in, s->li, s->wb);
   }
-  int dup = 0;
-  for (unsigned tid = 0; tid < NT; ++tid) dup |= th[tid].d != 0u; /* __syncthreads_or */
   for (unsigned tid = 0; tid < NT; ++tid) {
     k2_thread* s = &th[tid];
     const uint32_t base0 = tid * GV;
-    s->cnt = gtm_count(&s->m0, base0, dup, in->ids, k, e);
+    s->cnt = gtm_count(&s->m0, &s->dm0, base0, in->ids, k, e);
     for (uint32_t r = 1; r < g->rounds; ++r) {
       const uint32_t base = (r * NT + tid) * GV;
-      const u4 m = load4(g, e, base);
-      s->cnt += gtm_count(&m, base, dup, in->ids, k, e);
+      const u4 m = load4(g, e, base), dm = load4(g, drow, base);
+      s->cnt += gtm_count(&m, &dm, base, in->ids, k, e);
     }
     v64[tid] = s->cnt;
   }
@@ -576,19 +580,26 @@ static void k2_cta(const gplan* g, const sort_out* o, const k2_in* in, uint32_t 
     const uint64_t st = FLAG | ((uint64_t)(en ? 1u : 0u) << EN_SHIFT) | pad;
     ws_write(g->off[0] + (size_t)e * 128u, &st, 8, "K2 status");
   }
-  /* B. */
+  /* B. warp 0 alone, eight loads in flight per lane (x < e, else FLAG), the sum over the block */
   for (unsigned tid = 0; tid < NT; ++tid) {
     uint64_t acc = 0ull;
     const uint32_t xe = g_bug == 2 && e > 0u ? e - 1u : e;
-    for (uint32_t x = tid; x < xe; x += NT) {
-      uint64_t v;
-      ws_read(g->off[0] + (size_t)x * 128u, &v, 8, "K2 status load");
-      if ((v & FLAG) == 0ull) {
-        fail("K2 CTA %u: status[%u] has no flag (would spin for ever)", e, x);
-        v = FLAG;
+    if (tid < 32u)
+      for (uint32_t x0 = tid; x0 < xe; x0 += 8u * 32u) {
+        uint64_t v[8];
+        for (int u = 0; u < 8; ++u) {
+          const uint32_t x = x0 + (uint32_t)u * 32u;
+          v[u] = FLAG;
+          if (x < xe) ws_read(g->off[0] + (size_t)x * 128u, &v[u], 8, "K2 status load");
+        }
+        for (int u = 0; u < 8; ++u) {
+          if ((v[u] & FLAG) == 0ull) {
+            fail("K2 CTA %u: status[%u] has no flag (would spin for ever)", e, x0 + (uint32_t)u * 32u);
+            v[u] = FLAG;
+          }
+          acc += v[u] & ~FLAG;
+        }
       }
-      acc += v & ~FLAG;
-    }
     v64[tid] = acc;
   }
   const uint64_t acc = block_sum64(NT, v64);
@@ -604,10 +615,11 @@ static void k2_cta(const gplan* g, const sort_out* o, const k2_in* in, uint32_t 
       if (g->rounds > 1u) {
         if (r > 0u) {
           s->m0 = load4(g, e, base);
+          s->dm0 = load4(g, drow, base);
           for (int p = 0; p < MAX_PLANES; ++p)
             s->pl0[p] = (uint32_t)p < g->planes ? load4(g, (1u + (uint32_t)p) * E + e, base) : mk4(0u, 0u, 0u, 0u);
         }
-        s->c = gtm_count(&s->m0, base, dup, in->ids, k, e);
+        s->c = gtm_count(&s->m0, &s->dm0, base, in->ids, k, e);
       }
       vtmp[tid] = s->c;
     }
@@ -619,7 +631,7 @@ static void k2_cta(const gplan* g, const sort_out* o, const k2_in* in, uint32_t 
       k2_thread* s = &th[tid];
       const uint32_t base = (r * NT + tid) * GV;
       uint32_t pos = s->pos;
-      if (!dup) {
+      if ((s->dm0.x | s->dm0.y | s->dm0.z | s->dm0.w) == 0u) {
         if (r > 0u) {
           s->cq = 0u;
           s->cbits = s->m0.x;
@@ -635,12 +647,19 @@ static void k2_cta(const gplan* g, const sort_out* o, const k2_in* in, uint32_t 
           gtm_batch(&s->m0, s->pl0, &s->cq, &s->cbits, base, k, want_w, in, s->li, s->wb);
         }
       } else {
+        g_dup_threads++;
         for (int q = 0; q < GV; ++q) {
           uint32_t bits = word4(&s->m0, q);
+          const uint32_t dbits = word4(&s->dm0, q);
           while (bits) {
             const uint32_t b = ffs1(bits) - 1u;
             bits &= bits - 1u;
             const uint32_t t = (base + (uint32_t)q) * 32u + b;
+            if (((dbits >> b) & 1u) == 0u) {
+              const uint32_t j = gtm_slot(s->pl0, (uint32_t)q * 32u + b), i = t * k + j;
+              emit_entry_at(o, pos++, i, t, j, want_w ? ld_weight_bits(in, i) : 0u);
+              continue;
+            }
             for (uint32_t j = 0; j < k; ++j) {
               const uint32_t i = t * k + j;
               if ((uint32_t)in->ids[i] != e) continue;
@@ -686,6 +705,7 @@ typedef struct {
   int with_w, mask_kind, ids_kind;
   uint32_t sm;
   size_t moe_bytes, moe_mis;
+  int gate;
 } gcase;
 
 static const char* ids_names[] = {"distinct", "iid+dups", "oob", "hot", "hot+dups", "zipf", "allbad"};
@@ -771,7 +791,7 @@ static void make_ids(const gcase* c, int32_t* ids, float* w) {
 
 typedef struct {
   long run, fit_skipped, failed, dup_cases, multi_round, nb_byte, nb_word, planes_hist[6], ck, vl, both;
-  long masked, wts, entries;
+  long masked, wts, entries, gate1;
   int printed;
 } stats;
 
@@ -779,7 +799,7 @@ static int run_case(const gcase* c, stats* S, int verbose) {
   gplan g;
   g_fail = 0;
   g_why[0] = 0;
-  if (!gtm_plan(c->T, c->E, c->k, c->U, c->sm, &g)) {
+  if (!gtm_plan(c->T, c->E, c->k, c->U, c->sm, c->gate, &g)) {
     S->fit_skipped++;
     return 0;
   }
@@ -903,10 +923,10 @@ static int run_case(const gcase* c, stats* S, int verbose) {
   for (uint32_t cta = 0; cta < g.G1 && !g_fail; ++cta) k1_cta(&g, &o, ids, cta);
   /* K1 complete: every mask byte below word W written exactly once; status words zero */
   if (!g_fail) {
-    const uint32_t rows = (1u + g.planes) * g.E;
+    const uint32_t rows = gtm_rows(&g);
     for (uint32_t r = 0; r < rows && !g_fail; ++r)
       for (uint32_t b = 0; b < 4u * g.Wp; ++b) {
-        const unsigned char wc = wcnt[g.off[2] + (size_t)r * g.Wp * 4u + b];
+        const unsigned char wc = wcnt[g.off[1] + (size_t)r * g.Wp * 4u + b];
         if (wc != 1u) { /* words < W by their owner, words [W, Wp) by the last CTA */
           fail("after K1: mask row %u byte %u written %u times", r, b, wc);
           break;
@@ -972,14 +992,12 @@ static int run_case(const gcase* c, stats* S, int verbose) {
   /* stats */
   S->run++;
   {
-    int anydup = 0;
-    for (uint32_t cc = 0; cc < g.G1; ++cc) {
-      uint32_t f;
-      memcpy(&f, ws + g.off[1] + (size_t)cc * 4u, 4);
-      anydup |= f != 0u && wcnt[g.off[1] + (size_t)cc * 4u];
-    }
+    int anydup = 0; /* a bit in a duplicate row (rows (1 + P) E ..) */
+    const size_t d0 = g.off[1] + (size_t)(1u + g.planes) * g.E * g.Wp * 4u, d1 = g.off[1] + (size_t)gtm_rows(&g) * g.Wp * 4u;
+    for (size_t b = d0; b < d1 && !anydup; ++b) anydup = ws[b] != 0u && wcnt[b];
     S->dup_cases += anydup;
   }
+  S->gate1 += g.gate;
   S->multi_round += g.rounds > 1u;
   S->nb_byte += (g.NB & 3u) != 0u;
   S->nb_word += (g.NB & 3u) == 0u;
@@ -993,10 +1011,10 @@ static int run_case(const gcase* c, stats* S, int verbose) {
     S->failed++;
     if (verbose && S->printed < 12) {
       S->printed++;
-      printf("FAIL T=%lld E=%d k=%d U=%d layouts=%u w=%d mask=%s ids=%s sm=%u (W=%u NB=%u swr=%u G1=%u P=%u NT=%u "
-             "rounds=%u): %s\n",
+      printf("FAIL T=%lld E=%d k=%d U=%d layouts=%u w=%d mask=%s ids=%s sm=%u gate=%d (W=%u NB=%u swr=%u G1=%u P=%u "
+             "NT=%u rounds=%u): %s\n",
              (long long)T, E, k, U, c->layouts, c->with_w, mask_names[c->mask_kind], ids_names[c->ids_kind], c->sm,
-             g.W, g.NB, g.swr, g.G1, g.planes, g.nt, g.rounds, g_why);
+             g.gate, g.W, g.NB, g.swr, g.G1, g.planes, g.nt, g.rounds, g_why);
     }
   }
   free(ws);
@@ -1049,6 +1067,7 @@ static void random_case(gcase* c, long idx) {
   c->sm = SMs[rn(sizeof SMs / sizeof *SMs)];
   c->moe_bytes = rn(4) == 0 ? 1u + rn(rn(2) ? 100 : 300000) : 0u;
   c->moe_mis = rn(16);
+  c->gate = g_gate >= 0 ? g_gate : rn(4) == 0;
   /* keep the work of one case bounded: the contract's int32 positions and CK's 24-bit tokens */
   while ((int64_t)c->T * c->k + (int64_t)c->E * c->U - c->k >= ((int64_t)1 << 31)) c->T /= 2;
   if (c->T < 1) c->T = 1;
@@ -1059,23 +1078,24 @@ int main(int argc, char** argv) {
   uint64_t seed = 1;
   int pos = 0;
   for (int a = 1; a < argc; ++a) {
-    if (strcmp(argv[a], "--plan") == 0 && a + 1 < argc) { /* the plans of "T E k U" lines on stdin */
+    if (strcmp(argv[a], "--plan") == 0 && a + 2 < argc) { /* the plans of "T E k U" lines on stdin */
       const uint32_t sm = (uint32_t)atoi(argv[++a]);
+      const int gate = atoi(argv[++a]);
       long long T;
       int E, k, U;
       while (scanf("%lld %d %d %d", &T, &E, &k, &U) == 4) {
         gplan g;
-        if (!gtm_plan(T, E, k, U, sm, &g)) {
+        if (!gtm_plan(T, E, k, U, sm, gate, &g)) {
           printf("%lld %d %d %d 0\n", T, E, k, U);
           continue;
         }
-        printf("%lld %d %d %d 1 W=%u Wp=%u NB=%u swr=%u G1=%u P=%u rounds=%u nt=%u smem=%zu off=%zu,%zu,%zu bytes=%zu\n",
-               T, E, k, U, g.W, g.Wp, g.NB, g.swr, g.G1, g.planes, g.rounds, g.nt, g.smem, g.off[0], g.off[1], g.off[2],
-               g.bytes);
+        printf("%lld %d %d %d 1 W=%u Wp=%u NB=%u swr=%u G1=%u P=%u rounds=%u nt=%u smem=%zu off=%zu,%zu bytes=%zu\n",
+               T, E, k, U, g.W, g.Wp, g.NB, g.swr, g.G1, g.planes, g.rounds, g.nt, g.smem, g.off[0], g.off[1], g.bytes);
       }
       return 0;
     }
     if (strcmp(argv[a], "--bug") == 0 && a + 1 < argc) g_bug = atoi(argv[++a]);
+    else if (strcmp(argv[a], "--gate") == 0 && a + 1 < argc) g_gate = atoi(argv[++a]);
     else if (pos == 0) cases = atol(argv[a]), ++pos;
     else seed = strtoull(argv[a], NULL, 10), ++pos;
   }
@@ -1110,9 +1130,11 @@ int main(int argc, char** argv) {
   }
   printf("gtm_model%s: %ld cases, %ld run, %ld failed, %ld not planned (mask > 64 MB or shared > 48 KB)\n",
          g_bug ? " (BUG INJECTED)" : "", cases, S.run, S.failed, S.fit_skipped);
-  printf("  entries+padding compared: %ld; duplicates flagged: %ld; rounds > 1: %ld; NB bytes (1, 2): %ld, "
-         "words: %ld; masked: %ld; weights: %ld; layouts CK/vLLM/both: %ld/%ld/%ld\n",
-         S.entries, S.dup_cases, S.multi_round, S.nb_byte, S.nb_word, S.masked, S.wts, S.ck, S.vl, S.both);
+  printf("  entries+padding compared: %ld; cases with duplicate rows: %ld (K2 thread-rounds one at a time: %ld); "
+         "rounds > 1: %ld; K1g plan: %ld; NB bytes (1, 2): %ld, words: %ld; masked: %ld; weights: %ld; layouts "
+         "CK/vLLM/both: %ld/%ld/%ld\n",
+         S.entries, S.dup_cases, g_dup_threads, S.multi_round, S.gate1, S.nb_byte, S.nb_word, S.masked, S.wts, S.ck,
+         S.vl, S.both);
   printf("  planes 0..5:");
   for (int q = 0; q < 6; ++q) printf(" %ld", S.planes_hist[q]);
   printf("\n");

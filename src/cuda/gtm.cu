@@ -42,7 +42,7 @@
  * Positions are a pure function of the ids (contract 3): the same bits as every
  * other sort. Workspace (sized by mr_cuda_gtm_workspace): status [E] (a 128-byte line
  * each) | masks [(2 + P) * E][Wp] (Wp = ceil(T/32) rounded up to 4 words;
- * words >= W are never written and K2 ignores them; gtm.cuh has the layout).
+ * words [W, Wp) are zeroes from K1's last CTA; gtm.cuh has the layout).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -79,7 +79,7 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
                        const int32_t* topk_ids) {
   extern __shared__ __align__(16) uint32_t mr_gtm_smem[]; /* mr_gtm_k1_words */
   uint32_t* sm = mr_gtm_smem;
-  const uint32_t* en = sm + (1u + g.planes) * g.E * g.swr;
+  const uint32_t* en = sm + mr_gtm_rows(g) * g.swr; /* the enabled flags after the masks */
   mr_gtm_k1_begin(o, g, sm);
   if (blockIdx.x == 0u) mr_gtm_stamp(g, 0u, 8u);
   const uint32_t E = g.E, k = g.k, tid = threadIdx.x;
@@ -242,7 +242,7 @@ __global__ void __launch_bounds__(NT, NT == 256 ? 2 : 1)
     return;
   }
   const uint32_t e = blockIdx.x - C; /* expert CTAs in expert order: a CTA waits only on lower ones */
-  mr_pdl_enter(); /* K1's masks, flags and zeroed status words are visible */
+  mr_pdl_enter(); /* K1's masks and zeroed status words are visible */
   if (g.probe == 2u) return; /* lab probe: the two launches' skeleton alone */
   mr_gtm_stamp(g, e, 1u);
   /* A. every load of round 0 at once: the mask words, the duplicate words, the planes */

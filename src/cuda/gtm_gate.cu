@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS, 1)
                            const __grid_constant__ mr_gtm_k g, int32_t* topk_ids, float* topk_weights) {
   extern __shared__ __align__(16) uint32_t mr_gtm_g_smem[]; /* mr_gtm_k1_words */
   uint32_t* sm = mr_gtm_g_smem;
-  const uint32_t* en = sm + (1u + g.planes) * g.E * g.swr;
+  const uint32_t* en = sm + mr_gtm_rows(g) * g.swr; /* the enabled flags after the masks */
   mr_gtm_k1_begin(o, g, sm);
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const uint32_t t0 = blockIdx.x * g.NB * 8u, t1 = min(g.T, t0 + g.NB * 8u);
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
   extern __shared__ __align__(16) uint32_t mr_gtm_g_smem[];
   constexpr uint32_t RPW = 32 / LPR;
   uint32_t* sm = mr_gtm_g_smem;
-  const uint32_t* en = sm + (1u + g.planes) * g.E * g.swr;
+  const uint32_t* en = sm + mr_gtm_rows(g) * g.swr; /* the enabled flags after the masks */
   mr_gtm_k1_begin(o, g, sm);
   const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
   const uint32_t sl = lane & (LPR - 1u), seg = lane / LPR;
