@@ -50,7 +50,7 @@
 
 /* ---- constants of gtm.cu / gtm.cuh ---------------------------------------------------- */
 #define K1_THREADS 256u            /* MR_GTM_K1_THREADS */
-#define MAX_PLANES 5               /* MR_GTM_MAX_PLANES */
+#define MAX_PLANES 5               /* k <= 32: P <= 5 */
 #define GV 4                       /* MR_GTM_V */
 #define SMEM_WORDS (48u * 1024u / 4u)
 #define MAX_MASK_BYTES ((size_t)64 << 20)

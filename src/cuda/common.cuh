@@ -378,8 +378,9 @@ typedef struct mr_cuda_tuning {
                             point and route's sort wherever it fits (route: gate kernel, K1, K2), 2 = the sort
                             entry point only, 3 = as 1 with route's gating inside K1 for PACKED rows
                             (gtm_gate.cu: gate + masks, then K2) */
-  int gtm_probe;         /* lab timing probe, WRONG outputs: 1 = gtm's K2 skips the wait on the lower experts'
-                            status words (every start 0), 2 = its expert CTAs return after their PDL wait */
+  int gtm_probe;         /* lab probes of gtm's K2: 2 = its expert CTAs return after their PDL wait (the launches
+                            alone; WRONG outputs), 3 = %globaltimer stamps of its phases in the spare words of the
+                            status lines (outputs right) */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

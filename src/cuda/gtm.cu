@@ -274,7 +274,7 @@ __global__ void __launch_bounds__(NT, NT == 256 ? 2 : 1)
    * alone, eight loads in flight per lane, the unready ones re-polled with a short sleep: fewer
    * requests on the status lines, which every higher CTA reads */
   unsigned long long acc = 0ull;
-  if (tid < 32u && g.probe != 1u) {
+  if (tid < 32u) {
     for (uint32_t x0 = tid; x0 < e; x0 += 8u * 32u) {
       unsigned long long v[8];
 #pragma unroll
@@ -388,7 +388,7 @@ extern "C" int mr_gtm_plan(const mr_config* cfg, int gate, mr_gtm_k* g, unsigned
   g->E = (uint32_t)E;
   g->k = (uint32_t)k;
   g->U = (uint32_t)cfg->unit_size;
-  g->probe = mr_cuda_tune.gtm_probe >= 1 && mr_cuda_tune.gtm_probe <= 3 ? (uint32_t)mr_cuda_tune.gtm_probe : 0u;
+  g->probe = mr_cuda_tune.gtm_probe == 2 || mr_cuda_tune.gtm_probe == 3 ? (uint32_t)mr_cuda_tune.gtm_probe : 0u;
   g->planes = mr_gtm_planes(g->k);
   g->W = (uint32_t)((T + 31) / 32);
   g->Wp = (g->W + 3u) & ~3u;

@@ -24,7 +24,6 @@
  * K2's CTAs spreads over the L2 slices instead of queueing on a few lines (lab call 49: with
  * the words packed, the sort at T = 16 took 8.8 us) */
 #define MR_GTM_SSTRIDE 16
-#define MR_GTM_MAX_PLANES 5 /* k <= 32 */
 
 typedef struct mr_gtm_k {
   uint32_t T, E, k, U;
@@ -34,8 +33,8 @@ typedef struct mr_gtm_k {
   uint32_t G1;          /* first-launch CTAs */
   uint32_t planes;      /* P = ceil(log2 k) */
   uint32_t rounds;      /* K2: ceil(W / (NT * 4)) */
-  uint32_t probe;       /* lab timing probe, WRONG outputs: 1 = K2 skips the wait on the lower experts,
-                           2 = K2's expert CTAs return after their PDL wait (the launches alone) */
+  uint32_t probe;       /* lab probes: 2 = K2's expert CTAs return after their PDL wait (the launches
+                           alone; WRONG outputs), 3 = phase stamps (outputs right) */
   unsigned long long* status; /* [E], stride MR_GTM_SSTRIDE */
   uint32_t* mask;             /* [(2 + P) * E][Wp]: token masks, P slot planes, duplicate masks */
 } mr_gtm_k;
