@@ -34,6 +34,10 @@
  *    default, 16-bit softmax rows, T = 2 .. 8: bit for bit, then the kernel metric and the eager
  *    metric (events around one call after an L2 flush, as moeroute bench), off / on.
  *    --no-time [--quick]: the check alone (--quick: U = 32, gaussian rows).
+ * --town (session 18, perf-log v17): the one-pass layout's blocks by word ownership
+ *    (mr_cuda_tune.tiny_op_own) against the default, 16-bit softmax rows, T = 2 .. 16, four input
+ *    kinds (the expert mask included), as --twarm: bits, then the kernel and eager metrics.
+ *    --no-time [--quick]: the check alone.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
@@ -1211,35 +1215,43 @@ static double time_eager_route(Case* c, cudaStream_t s) {
   return lab_median(v, N);
 }
 
-/* --twarm (session 16, perf-log v15): tiny_warm off / on, where the default route is tiny.cu's one-pass
- * route with 256 threads and a warp to spare (T <= 6: warp 6 gates no row). A case runs only where the
- * library says the pass runs (mr_cuda_tiny_warm_c with the knob on); the others are counted as skipped. */
-static int twarm_runs(const Case* c) {
+/* A lab knob of tiny.cu's one-pass route off / on (--twarm, --town): where the default route is the
+ * one-pass route and the library says the knob's form runs (lib_runs with the knob on), every case
+ * bit for bit against the default; the others are counted as skipped. Then the kernel metric and the
+ * eager metric (events around one call after an L2 flush, as moeroute bench), off / on. */
+typedef struct KnobAB {
+  const char* name; /* the knob, as printed */
+  int* knob;        /* its field in mr_cuda_tune: 0 off, 1 on */
+  int (*lib_runs)(const mr_config*, const mr_gate_args*);
+  const int* TS;    /* the token counts */
+  int nt;
+  int kinds;        /* input kinds of make_case checked (3: the three; 4: and the expert mask) */
+} KnobAB;
+
+static int knob_runs(const KnobAB* k, const Case* c) {
   mr_config cfg;
   if (mr_validate_params(MOEROUTE_OP_ROUTE, &c->p, MR_BACKEND_CUDA, "wide_lab", &cfg) != MOEROUTE_OK) return 0;
   mr_gate_args a;
   mr_cuda_gate_args_init(&cfg, c->b.logits, c->b.bias, &a);
-  mr_cuda_tune.tiny_warm = 1;
-  const int on = mr_cuda_tiny_warm_c(&cfg, &a);
-  mr_cuda_tune.tiny_warm = 0;
+  *k->knob = 1;
+  const int on = k->lib_runs(&cfg, &a);
+  *k->knob = 0;
   return on;
 }
 
-static int twarm(void) {
+static int knob_ab(const KnobAB* k) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  static const int TS[] = {2, 3, 4, 6};
-  const int nt = (int)(sizeof TS / sizeof TS[0]);
   long checks = 0, bad = 0, skipped = 0;
   for (int ui = 0; ui < 2; ++ui) {
     g_unit = ui ? 16 : 32;
     for (int si = 0; si < NPK; ++si)
-      for (int ti = 0; ti < nt; ++ti)
-        for (int kind = 0; kind < 3; ++kind) {
-          if (TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || kind))) continue;
+      for (int ti = 0; ti < k->nt; ++ti)
+        for (int kind = 0; kind < k->kinds; ++kind) {
+          if (k->TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || kind))) continue;
           Case c;
-          make_case(&c, &PK[si], TS[ti], kind);
-          if (!twarm_runs(&c)) {
+          make_case(&c, &PK[si], k->TS[ti], kind);
+          if (!knob_runs(k, &c)) {
             skipped++;
             free_case(&c);
             continue;
@@ -1247,46 +1259,62 @@ static int twarm(void) {
           const size_t cap = host_words(&c);
           int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
           const size_t na = route_to_host(&c, a, s);
-          mr_cuda_tune.tiny_warm = 1;
+          *k->knob = 1;
           const size_t nb = route_to_host(&c, b, s);
-          mr_cuda_tune.tiny_warm = 0;
+          *k->knob = 0;
           checks++;
-          if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d warm", PK[si].name, TS[ti], g_unit, kind)) bad++;
+          if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d %s", PK[si].name, k->TS[ti], g_unit, kind, k->name)) bad++;
           free(a);
           free(b);
           free_case(&c);
         }
   }
   g_unit = 32;
-  printf("check: %ld cases, %ld mismatches (tiny_warm on against the default route, bits; %ld cases skipped where the "
-         "library says the pass does not run)\n", checks, bad, skipped);
+  printf("check: %ld cases, %ld mismatches (%s on against the default route, bits; %ld cases skipped where the "
+         "library says the form does not run)\n", checks, bad, k->name, skipped);
   if (g_check_only) return bad ? 1 : 0;
-  printf("\nus, route (moe_buf cleared, U = 32), the default route (tiny_warm off) | on: kernel metric | eager metric "
-         "(cold L2)\n");
+  printf("\nus, route (moe_buf cleared, U = 32), the default route (%s off) | on: kernel metric | eager metric "
+         "(cold L2)\n", k->name);
   printf("%-14s %3s %7s %7s || %7s %7s\n", "shape", "T", "k_off", "k_on", "e_off", "e_on");
   for (int si = 0; si < NPK; ++si)
-    for (int ti = 0; ti < nt; ++ti) {
-      if (TS[ti] * PK[si].k > 128) continue;
+    for (int ti = 0; ti < k->nt; ++ti) {
+      if (k->TS[ti] * PK[si].k > 128) continue;
       Case c;
-      make_case(&c, &PK[si], TS[ti], 0);
-      if (!twarm_runs(&c)) {
+      make_case(&c, &PK[si], k->TS[ti], 0);
+      if (!knob_runs(k, &c)) {
         free_case(&c);
         continue;
       }
       double r[4];
       for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
         for (int v = 0; v < 4; ++v) {
-          mr_cuda_tune.tiny_warm = v & 1;
+          *k->knob = v & 1;
           const double x = v < 2 ? time_op(&c, 0, 1, s) : time_eager_route(&c, s);
           if (rep == 0 || x < r[v]) r[v] = x;
         }
-      mr_cuda_tune.tiny_warm = 0;
-      printf("%-14s %3d %7.2f %7.2f || %7.2f %7.2f\n", PK[si].name, TS[ti], r[0], r[1], r[2], r[3]);
+      *k->knob = 0;
+      printf("%-14s %3d %7.2f %7.2f || %7.2f %7.2f\n", PK[si].name, k->TS[ti], r[0], r[1], r[2], r[3]);
       fflush(stdout);
       free_case(&c);
     }
   CK(cudaStreamDestroy(s));
   return bad ? 1 : 0;
+}
+
+/* --twarm (session 16, perf-log v15): tiny_warm, where the default route is tiny.cu's one-pass route
+ * with 256 threads and a warp to spare (T <= 6: warp 6 gates no row). */
+static int twarm(void) {
+  static const int TS[] = {2, 3, 4, 6};
+  const KnobAB k = {"tiny_warm", &mr_cuda_tune.tiny_warm, mr_cuda_tiny_warm_c, TS, 4, 3};
+  return knob_ab(&k);
+}
+
+/* --town (session 18, perf-log v17): tiny_op_own, the one-pass layout's blocks by word ownership,
+ * T = 2 .. 16 (8 and 16 gating warps), four input kinds (the expert mask included). */
+static int town(void) {
+  static const int TS[] = {2, 3, 4, 6, 8, 9, 10, 12, 14, 16};
+  const KnobAB k = {"tiny_op_own", &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, TS, 10, 4};
+  return knob_ab(&k);
 }
 
 int main(int argc, char** argv) {
@@ -1302,6 +1330,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tiny-op")) return tiny_op();
   if (argc > 1 && !strcmp(argv[1], "--tcl")) return tcl();
   if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
+  if (argc > 1 && !strcmp(argv[1], "--town")) return town();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

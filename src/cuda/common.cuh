@@ -373,6 +373,9 @@ typedef struct mr_cuda_tuning {
   int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
                             during gating with its loads and stores off, fetching its instructions ahead (v15,
                             lab): 0 = off, 1 = on */
+  int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
+                            ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
+                            its word's prefix, no search; v17, lab): 0 = off (no auto rule yet), 1 = on */
   int gtm;               /* the grid token-mask sort (gtm.cu, v16, lab): two launches, token masks per expert over
                             the whole grid, then a CTA per expert: 0 = off (no auto rule yet), 1 = the sort entry
                             point and route's sort wherever it fits (route: gate kernel, K1, K2), 2 = the sort
@@ -426,6 +429,8 @@ int mr_cuda_clear_ctas(size_t bytes, int threads);
 int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's warm pass (lab knob tiny_warm): 1 where route runs it. */
 int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a);
+/* tiny.cu's blocks by word ownership (lab knob tiny_op_own): 1 where route runs them. */
+int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a);
 
 /* Build the gating arguments for cfg. */
 void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a);

@@ -2,8 +2,8 @@
  * tiny.cuh - tiny.cu's one-CTA decode route (see tiny.cu's header for what it does and why):
  * the kernel templates, their device code and the host plan, shared by tiny.cu (the default
  * kernels, the sort kernel and the entry points) and the lab kernels' translation units
- * (tiny_lab.cu, tiny_lab_rows.cu: the instantiations of the lab knobs tiny_cluster and tiny_warm,
- * compiled in parallel with tiny.cu instead of lengthening its build).
+ * (tiny_lab.cu, tiny_lab_rows.cu: the instantiations of the lab knobs tiny_cluster, tiny_warm and
+ * tiny_op_own, compiled in parallel with tiny.cu instead of lengthening its build).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -76,6 +76,8 @@ typedef struct mr_tiny_k {
                              the one-pass layout's code once during gating with its shared loads and stores off
                              (live = false), so that the layout's instructions are fetched before the barrier
                              (the one-pass route with 256 threads; a kernel instantiation of its own) */
+  uint32_t own;           /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
+                             (mr_tiny_onepass OWN; a kernel instantiation of its own) */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -231,6 +233,13 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
   if (lane == 0) mr_emit_totals(&o, n * U);
 }
 
+/* The local id of expert 32 * word + bit: its index among the enabled experts with a mask
+ * (the bitmap's prefix table and the bits below it), else the expert id. */
+__device__ __forceinline__ int32_t mr_tiny_local_id(const uint32_t* sm, bool has_mask, uint32_t word, uint32_t bit) {
+  return has_mask ? (int32_t)(sm[MR_TINY_PRE + word] + __popc(sm[MR_TINY_BM + word] & ((1u << bit) - 1u)))
+                  : (int32_t)(word * 32u + bit);
+}
+
 /* The one-pass finish (v8; the default where mr_tiny_onepass_wanted says, v9).
  * With U >= T every expert that occurs holds one block, so the layout follows from
  * two tables the gating warps fill with shared atomics (order-free: deterministic):
@@ -241,8 +250,11 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
  * presence bitmap, its padding the slots from popc(tm[e]) to U (written by the warp). */
 template <bool FROM_IDS = false, /* entries from a caller's top-k (mr_tiny_sort_kernel): ids outside [0, E) */
           uint32_t NT = MR_TINY_THREADS, /* the CTA's threads: 256, or 512 for the route at 9 <= T <= 16 */
-          uint32_t NWD = 0> /* 0: lane l holds presence word l (shuffles); else every thread holds the NWD >= E/32
+          uint32_t NWD = 0, /* 0: lane l holds presence word l (shuffles); else every thread holds the NWD >= E/32
                                words in registers (v14, knob tiny_op_regs; NWD % 4 == 0) */
+          bool OWN = false> /* the blocks by word ownership (v17, lab knob tiny_op_own): warp w takes presence
+                               words w, w + NW, ...; lane l of word q is expert 32q + l, whose block is the word's
+                               prefix plus popc of the bits below l: no search (see the block loop) */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                                 bool has_mask,
                                                 bool live = true) { /* false: the warm pass (tk.warm), the same
@@ -323,61 +335,99 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
     return;
   }
-  /* blocks: ids, then padding. Lane l of warp w holds block b = w + NW*l (+ NT per
-   * round of each of the ctas CTAs; D <= n <= 256): its word src, the largest with excl <= b (a
-   * 5-step search over the lanes' prefixes), its expert the (b - excl)-th set bit of
-   * that word (a 5-step popc search), all lanes at once (v9; one block per warp and
-   * round with a serial bit loop before, lab call 20: 1.2 us slower at T = 8). */
+  if constexpr (OWN) {
+    /* blocks by word ownership (v17): warp w takes presence words q = w, w + NW, ... (warp-uniform
+     * loop); lane l stands for expert e = 32q + l. Present and enabled (bit l of the enabled word),
+     * its block is b = prefix(q) + popc(word & lanes below): the same b as the search below finds for
+     * e, with no search. Its token mask loads right after the barrier (e is known before it). Then
+     * the warp walks its blocks of this CTA (b % ctas == cta), writing slots popc(tm[e]) .. U-1 of
+     * each over the lanes, as below. */
 #pragma unroll 1
-  for (uint32_t base = 0; live ? (base << rl) + cta < D : base == 0u; base += NT) { /* uniform */
-    const uint32_t b = ((base + warp + NW * lane) << rl) | cta;
-    const bool has = live ? b < D : lane == 0u; /* the warm pass: one block's code, lane 0 */
-    uint32_t src = 0u, w = 0u, xs = 0u;
-    if constexpr (NWD > 0) { /* the last word whose prefix is <= b: it holds bit b (b < D) */
-      w = wd[0];
+    for (uint32_t q = warp; q < nwords; q += NW) {
+      const uint32_t e = q * 32u + lane;
+      const uint32_t tv = live && e < tk.E ? tm[e] : 0u;
+      uint32_t wq, xq;
+      if constexpr (NWD > 0) {
+        wq = wd[0];
+        xq = 0u;
 #pragma unroll
-      for (uint32_t q = 1; q < NWD; ++q)
-        if (ex[q] <= b) {
-          src = q;
-          w = wd[q];
-          xs = ex[q];
+        for (uint32_t r = 1; r < NWD; ++r)
+          if (r == q) {
+            wq = wd[r];
+            xq = ex[r];
+          }
+      } else {
+        wq = __shfl_sync(MR_FULL_MASK, word, (int)q);
+        xq = __shfl_sync(MR_FULL_MASK, excl, (int)q);
+      }
+      const uint32_t b = xq + (uint32_t)__popc(wq & mr_lanemask_lt());
+      const bool has = live && ((wq >> lane) & 1u) && (b & ((1u << rl) - 1u)) == cta;
+      const uint32_t cnt = (uint32_t)__popc(tv);
+      if (has) {
+        mr_emit_block_id(&o, b, mr_tiny_local_id(sm, has_mask, q, lane));
+      }
+#pragma unroll 1
+      for (uint32_t m = __ballot_sync(MR_FULL_MASK, has); m != 0u; m &= m - 1u) {
+        const int j = __ffs(m) - 1;
+        const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, j), bj = __shfl_sync(MR_FULL_MASK, b, j);
+        for (uint32_t r = cj + lane; r < U; r += 32u) mr_emit_pad_slot(&o, bj * U + r);
+      }
+    }
+  } else {
+    /* blocks: ids, then padding. Lane l of warp w holds block b = w + NW*l (+ NT per
+     * round of each of the ctas CTAs; D <= n <= 256): its word src, the largest with excl <= b (a
+     * 5-step search over the lanes' prefixes), its expert the (b - excl)-th set bit of
+     * that word (a 5-step popc search), all lanes at once (v9; one block per warp and
+     * round with a serial bit loop before, lab call 20: 1.2 us slower at T = 8). */
+#pragma unroll 1
+    for (uint32_t base = 0; live ? (base << rl) + cta < D : base == 0u; base += NT) { /* uniform */
+      const uint32_t b = ((base + warp + NW * lane) << rl) | cta;
+      const bool has = live ? b < D : lane == 0u; /* the warm pass: one block's code, lane 0 */
+      uint32_t src = 0u, w = 0u, xs = 0u;
+      if constexpr (NWD > 0) { /* the last word whose prefix is <= b: it holds bit b (b < D) */
+        w = wd[0];
+#pragma unroll
+        for (uint32_t q = 1; q < NWD; ++q)
+          if (ex[q] <= b) {
+            src = q;
+            w = wd[q];
+            xs = ex[q];
+          }
+      } else {
+#pragma unroll
+        for (uint32_t step = 16u; step >= 1u; step >>= 1) {
+          const uint32_t cand = src + step;
+          const uint32_t xc = __shfl_sync(MR_FULL_MASK, excl, (int)(cand & 31u));
+          if (cand < nwords && xc <= b) src = cand;
         }
-    } else {
-#pragma unroll
-      for (uint32_t step = 16u; step >= 1u; step >>= 1) {
-        const uint32_t cand = src + step;
-        const uint32_t xc = __shfl_sync(MR_FULL_MASK, excl, (int)(cand & 31u));
-        if (cand < nwords && xc <= b) src = cand;
+        w = __shfl_sync(MR_FULL_MASK, word, (int)src);
+        xs = __shfl_sync(MR_FULL_MASK, excl, (int)src);
       }
-      w = __shfl_sync(MR_FULL_MASK, word, (int)src);
-      xs = __shfl_sync(MR_FULL_MASK, excl, (int)src);
-    }
-    uint32_t r = b - xs, bit = 0u; /* r < popc(w) when has */
+      uint32_t r = b - xs, bit = 0u; /* r < popc(w) when has */
 #pragma unroll
-    for (uint32_t width = 16u; width >= 1u; width >>= 1) {
-      const uint32_t c = (uint32_t)__popc(w & ((1u << width) - 1u));
-      if (r >= c) {
-        r -= c;
-        w >>= width;
-        bit += width;
+      for (uint32_t width = 16u; width >= 1u; width >>= 1) {
+        const uint32_t c = (uint32_t)__popc(w & ((1u << width) - 1u));
+        if (r >= c) {
+          r -= c;
+          w >>= width;
+          bit += width;
+        }
       }
-    }
-    const uint32_t eb = src * 32u + bit;
-    /* the warm pass: U - 1, so that lane 0 walks the padding loop once, its store off */
-    const uint32_t cnt = has ? (live ? (uint32_t)__popc(tm[eb]) : U - 1u) : U;
-    if (has && live) {
-      const int32_t local = has_mask ? (int32_t)(sm[MR_TINY_PRE + src] + __popc(sm[MR_TINY_BM + src] & ((1u << bit) - 1u)))
-                                     : (int32_t)eb;
-      mr_emit_block_id(&o, b, local);
-    }
-    /* padding: the warp walks its blocks, slots cnt .. U-1 of each over the lanes */
-    const uint32_t nb = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, has)); /* lanes 0 .. nb-1 */
+      const uint32_t eb = src * 32u + bit;
+      /* the warm pass: U - 1, so that lane 0 walks the padding loop once, its store off */
+      const uint32_t cnt = has ? (live ? (uint32_t)__popc(tm[eb]) : U - 1u) : U;
+      if (has && live) {
+        mr_emit_block_id(&o, b, mr_tiny_local_id(sm, has_mask, src, bit));
+      }
+      /* padding: the warp walks its blocks, slots cnt .. U-1 of each over the lanes */
+      const uint32_t nb = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, has)); /* lanes 0 .. nb-1 */
 #pragma unroll 1
-    for (uint32_t j = 0; j < nb; ++j) {
-      const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
-      const uint32_t bj = ((base + warp + NW * j) << rl) | cta;
-      for (uint32_t q = cj + lane; q < U; q += 32u)
-        if (live) mr_emit_pad_slot(&o, bj * U + q);
+      for (uint32_t j = 0; j < nb; ++j) {
+        const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
+        const uint32_t bj = ((base + warp + NW * j) << rl) | cta;
+        for (uint32_t q = cj + lane; q < U; q += 32u)
+          if (live) mr_emit_pad_slot(&o, bj * U + q);
+      }
     }
   }
   if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
@@ -477,7 +527,8 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
  * Why (perf-log v15): at 9 <= T <= 16 one SM's gating is issue-bound (~0.4 us per
  * extra warp per scheduler); here an SM gates ceil(T / C) rows. */
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false> /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
+          bool WARM = false, /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
+          bool OWN = false>  /* the blocks by word ownership (tk.own, v17): likewise */
 __global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
@@ -485,6 +536,7 @@ __global__ void __launch_bounds__(NT, 1)
   static_assert(!CL || ONEPASS, "the cluster form finishes in one pass");
   static_assert(!(WIDE && ONEPASS) || CL, "the wide rows finish in one pass in the cluster form only");
   static_assert(!WARM || (ONEPASS && !CL && !WIDE), "the warm pass: the one-pass route, a warp per row");
+  static_assert(!OWN || (ONEPASS && !CL && !WIDE && !WARM), "word ownership: the one-pass route, a warp per row");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
@@ -613,9 +665,9 @@ __global__ void __launch_bounds__(NT, 1)
 #pragma unroll 1
       for (uint32_t rep = live && tk.probe == 6u ? 0u : 1u; rep < 2u; ++rep) /* lab probe 6: twice */
         if (NWD > 0u && tk.op_regs)
-          mr_tiny_onepass<false, NT, NWD>(o, tk, sm, has_mask, live);
+          mr_tiny_onepass<false, NT, NWD, OWN>(o, tk, sm, has_mask, live);
         else
-          mr_tiny_onepass<false, NT>(o, tk, sm, has_mask, live);
+          mr_tiny_onepass<false, NT, 0u, OWN>(o, tk, sm, has_mask, live);
     }
     MR_STAMP(7);
     return;
@@ -849,7 +901,8 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->ctas_log2 = cl >= 8 ? 3u : cl >= 4 ? 2u : cl >= 2 ? 1u : 0u;
     K->op_regs = mr_tiny_op_regs(cfg);
     K->gate_warps = (int32_t)((cfg->num_tokens + cl - 1) / cl); /* rows per CTA: warps, or groups of four */
-    /* the other tiny knobs (tiny_max_n, tiny_onepass, tiny_ctas, tiny_threads, tiny_warm, tiny_probe) do not apply */
+    /* the other tiny knobs (tiny_max_n, tiny_onepass, tiny_ctas, tiny_threads, tiny_warm, tiny_op_own,
+     * tiny_probe) do not apply */
     K->scratch_off = MR_TINY_TBL;
     /* per gating group (wide) or warp (grouped selection a warp per row: gate.cuh's gbuf, 16-byte aligned) */
     K->scratch_words = wide ? mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts)) : mr_gate_scratch_words(a);
@@ -878,6 +931,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
+    K->own = mr_cuda_tune.tiny_op_own > 0 && !K->warm ? 1u : 0u; /* 256 and 512 threads (tiny_lab.cu) */
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
@@ -888,7 +942,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
 }
 
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false>
+          bool WARM = false, bool OWN = false>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -910,7 +964,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     na = 1;
   }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM>, g, *o, *K,
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN>, g, *o, *K,
                             topk_ids, topk_weights));
   return cudaSuccess;
 }
