@@ -255,6 +255,7 @@ static void gen_case(Case* c) {
   static const int Gt[] = {0, 0, 0, 1, 2, 3}; /* the grid token-mask sort (v16): off / sort + route / sort only / route fused */
   c->tune.gtm = pick(Gt, 6);
   c->tune.tiny_op_own = irand(2); /* the one-pass layout's blocks by word ownership (v17) */
+  c->tune.wide_rank_unroll = irand(2); /* the grouped wide rows' group ranks unrolled (v17) */
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -863,12 +864,12 @@ int main(int argc, char** argv) {
       if (i == dry)
         printf("case %d: E=%d k=%d T=%lld renorm=%d scale=%g moe_buf=%zu force_general=%d ctm=%d ctm_ctas=%d "
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
-               "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d\n",
+               "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
                c.tune.tiny_max_n, c.tune.decode_pdl, c.route_topk, c.tune.tiny_cluster, c.tune.tiny_warm, c.tune.gtm,
-               c.tune.tiny_op_own);
+               c.tune.tiny_op_own, c.tune.wide_rank_unroll);
       free(h.logits);
       free(h.bias);
       free(h.mask);

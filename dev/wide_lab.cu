@@ -38,6 +38,9 @@
  *    (mr_cuda_tune.tiny_op_own) against the default, 16-bit softmax rows, T = 2 .. 16, four input
  *    kinds (the expert mask included), as --twarm: bits, then the kernel and eager metrics.
  *    --no-time [--quick]: the check alone.
+ * --tru (session 18, perf-log v17): the grouped wide rows' group ranks unrolled
+ *    (mr_cuda_tune.wide_rank_unroll) against the default, tiny.cu's wide route at T = 1, four grouped
+ *    shapes, as --twarm: bits, then the kernel and eager metrics. --no-time [--quick]: the check alone.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed.
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
@@ -1221,6 +1224,8 @@ static double time_eager_route(Case* c, cudaStream_t s) {
  * eager metric (events around one call after an L2 flush, as moeroute bench), off / on. */
 typedef struct KnobAB {
   const char* name; /* the knob, as printed */
+  const Shape* sh;  /* the shapes */
+  int ns;
   int* knob;        /* its field in mr_cuda_tune: 0 off, 1 on */
   int (*lib_runs)(const mr_config*, const mr_gate_args*);
   const int* TS;    /* the token counts */
@@ -1245,12 +1250,12 @@ static int knob_ab(const KnobAB* k) {
   long checks = 0, bad = 0, skipped = 0;
   for (int ui = 0; ui < 2; ++ui) {
     g_unit = ui ? 16 : 32;
-    for (int si = 0; si < NPK; ++si)
+    for (int si = 0; si < k->ns; ++si)
       for (int ti = 0; ti < k->nt; ++ti)
         for (int kind = 0; kind < k->kinds; ++kind) {
-          if (k->TS[ti] * PK[si].k > 128 || (g_tm_quick && (ui || kind))) continue;
+          if (k->TS[ti] * k->sh[si].k > 128 || (g_tm_quick && (ui || kind))) continue;
           Case c;
-          make_case(&c, &PK[si], k->TS[ti], kind);
+          make_case(&c, &k->sh[si], k->TS[ti], kind);
           if (!knob_runs(k, &c)) {
             skipped++;
             free_case(&c);
@@ -1263,7 +1268,8 @@ static int knob_ab(const KnobAB* k) {
           const size_t nb = route_to_host(&c, b, s);
           *k->knob = 0;
           checks++;
-          if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d %s", PK[si].name, k->TS[ti], g_unit, kind, k->name)) bad++;
+          if (!same_words(a, na, b, nb, "%s T=%d U=%d kind=%d %s", k->sh[si].name, k->TS[ti], g_unit, kind, k->name))
+            bad++;
           free(a);
           free(b);
           free_case(&c);
@@ -1276,11 +1282,11 @@ static int knob_ab(const KnobAB* k) {
   printf("\nus, route (moe_buf cleared, U = 32), the default route (%s off) | on: kernel metric | eager metric "
          "(cold L2)\n", k->name);
   printf("%-14s %3s %7s %7s || %7s %7s\n", "shape", "T", "k_off", "k_on", "e_off", "e_on");
-  for (int si = 0; si < NPK; ++si)
+  for (int si = 0; si < k->ns; ++si)
     for (int ti = 0; ti < k->nt; ++ti) {
-      if (k->TS[ti] * PK[si].k > 128) continue;
+      if (k->TS[ti] * k->sh[si].k > 128) continue;
       Case c;
-      make_case(&c, &PK[si], k->TS[ti], 0);
+      make_case(&c, &k->sh[si], k->TS[ti], 0);
       if (!knob_runs(k, &c)) {
         free_case(&c);
         continue;
@@ -1293,7 +1299,7 @@ static int knob_ab(const KnobAB* k) {
           if (rep == 0 || x < r[v]) r[v] = x;
         }
       *k->knob = 0;
-      printf("%-14s %3d %7.2f %7.2f || %7.2f %7.2f\n", PK[si].name, k->TS[ti], r[0], r[1], r[2], r[3]);
+      printf("%-14s %3d %7.2f %7.2f || %7.2f %7.2f\n", k->sh[si].name, k->TS[ti], r[0], r[1], r[2], r[3]);
       fflush(stdout);
       free_case(&c);
     }
@@ -1305,7 +1311,7 @@ static int knob_ab(const KnobAB* k) {
  * with 256 threads and a warp to spare (T <= 6: warp 6 gates no row). */
 static int twarm(void) {
   static const int TS[] = {2, 3, 4, 6};
-  const KnobAB k = {"tiny_warm", &mr_cuda_tune.tiny_warm, mr_cuda_tiny_warm_c, TS, 4, 3};
+  const KnobAB k = {"tiny_warm", PK, NPK, &mr_cuda_tune.tiny_warm, mr_cuda_tiny_warm_c, TS, 4, 3};
   return knob_ab(&k);
 }
 
@@ -1313,7 +1319,23 @@ static int twarm(void) {
  * T = 2 .. 16 (8 and 16 gating warps), four input kinds (the expert mask included). */
 static int town(void) {
   static const int TS[] = {2, 3, 4, 6, 8, 9, 10, 12, 14, 16};
-  const KnobAB k = {"tiny_op_own", &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, TS, 10, 4};
+  const KnobAB k = {"tiny_op_own", PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, TS, 10, 4};
+  return knob_ab(&k);
+}
+
+/* --tru (session 18, perf-log v17): wide_rank_unroll, the grouped wide rows' group ranks from eight
+ * reads in flight, where tiny.cu's wide form routes (T = 1): grouped shapes with G = 4, 8, 12, 32,
+ * top-2-sum and max group scores, fp32 / bf16 / fp16 logits, four input kinds. */
+static const Shape GW[] = {
+    {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32},
+    {"e384-g12-k8", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 12, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32},
+    {"e256-g4-max", 256, 8, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 4, 2, 1.0f, 4096, MOEROUTE_DTYPE_BF16, 0, 1},
+    {"e1024-g32-k4", 1024, 4, MOEROUTE_SCORE_SIGMOID, 1, 32, 8, 1.0f, 4096, MOEROUTE_DTYPE_FP16},
+};
+static int tru(void) {
+  static const int TS[] = {1};
+  const KnobAB k = {"wide_rank_unroll", GW, (int)(sizeof GW / sizeof GW[0]), &mr_cuda_tune.wide_rank_unroll,
+                    mr_cuda_tiny_ru_c, TS, 1, 4};
   return knob_ab(&k);
 }
 
@@ -1331,6 +1353,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tcl")) return tcl();
   if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
+  if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

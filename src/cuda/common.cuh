@@ -376,6 +376,9 @@ typedef struct mr_cuda_tuning {
   int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
                             ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
                             its word's prefix, no search; v17, lab): 0 = off (no auto rule yet), 1 = on */
+  int wide_rank_unroll;  /* tiny.cu's route of grouped wide gate rows (T = 1, not the cluster form): the groups'
+                            ranks by eight broadcast reads in flight instead of one shuffle after the other (v17,
+                            lab): 0 = off (no auto rule yet), 1 = on */
   int gtm;               /* the grid token-mask sort (gtm.cu, v16, lab): two launches, token masks per expert over
                             the whole grid, then a CTA per expert: 0 = off (no auto rule yet), 1 = the sort entry
                             point and route's sort wherever it fits (route: gate kernel, K1, K2), 2 = the sort
@@ -431,6 +434,8 @@ int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's blocks by word ownership (lab knob tiny_op_own): 1 where route runs them. */
 int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a);
+/* tiny.cu's grouped wide rows with unrolled group ranks (lab knob wide_rank_unroll): 1 where route runs them. */
+int mr_cuda_tiny_ru_c(const mr_config* cfg, const mr_gate_args* a);
 
 /* Build the gating arguments for cfg. */
 void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a);

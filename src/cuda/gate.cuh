@@ -1099,8 +1099,11 @@ __device__ __forceinline__ void mr_wide_bar(uint32_t id, uint32_t threads) {
 #define MR_WIDE_ROW_BARS(GROUPED) ((GROUPED) ? 2 : 1)
 
 /* Returns true in warp 0 of the group, whose lanes l < k then hold pick l in
- * *id_out / *w_out; warps 1-3 return false early (after their last barrier). */
-template <int DT, int EPL, bool GROUPED, int L>
+ * *id_out / *w_out; warps 1-3 return false early (after their last barrier).
+ * RU (v17, lab knob wide_rank_unroll): the groups' ranks from G broadcast reads of s.gkey, eight
+ * in flight, instead of G shuffles one after the other (the loop below issues each shuffle after
+ * the previous one's compare: ~G x 30 cycles on the row's chain); the same ranks. */
+template <int DT, int EPL, bool GROUPED, int L, bool RU = false>
 __device__ __forceinline__ bool mr_gate_wide_row(const mr_gate_p& p, const unsigned char* row, mr_wide_smem<EPL>& s,
                                                  uint32_t bar_id, uint32_t bar_threads, int32_t* id_out,
                                                  float* w_out) {
@@ -1151,10 +1154,25 @@ __device__ __forceinline__ bool mr_gate_wide_row(const mr_gate_p& p, const unsig
     const int G = p.num_groups;
     const uint32_t gk = (int)lane < G ? s.gkey[lane] : 0u;
     uint32_t rank = 0u;
+    if constexpr (RU) { /* j0 + c <= 31 < 32 words of gkey (G <= 32); words past G are masked out,
+                           branch-free so that the eight loads issue back to back */
 #pragma unroll 1
-    for (int j = 0; j < G; ++j) {
-      const uint32_t o = __shfl_sync(MR_FULL_MASK, gk, j);
-      rank += (o > gk || (o == gk && (uint32_t)j < lane)) ? 1u : 0u;
+      for (int j0 = 0; j0 < G; j0 += 8) {
+        uint32_t o[8];
+#pragma unroll
+        for (int c = 0; c < 8; ++c) o[c] = s.gkey[j0 + c];
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+          const uint32_t j = (uint32_t)(j0 + c);
+          rank += (uint32_t)(((int)j < G) & ((o[c] > gk) | ((o[c] == gk) & (j < lane))));
+        }
+      }
+    } else {
+#pragma unroll 1
+      for (int j = 0; j < G; ++j) {
+        const uint32_t o = __shfl_sync(MR_FULL_MASK, gk, j);
+        rank += (o > gk || (o == gk && (uint32_t)j < lane)) ? 1u : 0u;
+      }
     }
     const uint32_t kept = __ballot_sync(MR_FULL_MASK, gk != 0u && rank < (uint32_t)p.topk_groups);
     if ((int)e0 < E && ((kept >> g) & 1u) == 0u) {

@@ -177,6 +177,15 @@ extern "C" int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a) {
   return K.own && K.onepass && !K.cl && !K.warm ? 1 : 0;
 }
 
+/* 1 when route runs the grouped wide rows with unrolled group ranks for cfg with the knobs as set
+ * (tiny.cu takes the call with the wide form, not the cluster form). */
+extern "C" int mr_cuda_tiny_ru_c(const mr_config* cfg, const mr_gate_args* a) {
+  mr_tiny_k K;
+  size_t smem;
+  if (!mr_cuda_tiny_takes(cfg, a) || !mr_tiny_plan(cfg, a, &K, &smem)) return 0;
+  return K.ru && !K.cl && !K.onepass && mr_tiny_wide_kind(cfg, a) ? 1 : 0;
+}
+
 /* Route takes tiny.cu: it fits, and the row kind is PACKED (16-bit softmax, no
  * bias, no grouping) within the bounds below, or the rows take the wide gate
  * rows and T <= MR_TINY_WIDE_T, T*k <= 32. Run 5: for the fp32-key kinds the
@@ -223,7 +232,7 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
 /* The default instantiations: a warp per row for PACKED rows (16-bit softmax), the wide form for
  * the rows mr_tiny_wide_kind admits: EPL >= 8 (mr_cuda_gate_wide_shape) and 32-bit or 16-bit
  * logits (fp16 folds into bf16's instantiation, as in gate.cu). The lab knobs' instantiations
- * (tiny_cluster, tiny_warm, tiny_op_own) live in tiny_lab.cu and tiny_lab_rows.cu. */
+ * (tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll) live in tiny_lab.cu and tiny_lab_rows.cu. */
 struct mr_tiny_default_launch {
   mr_tiny_launch_args x;
   template <int DT, int EPL, int KIND>
@@ -258,7 +267,8 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
   const mr_tiny_launch_args x = {&g, o, &K, smem, mr_tiny_wide_kind(cfg, a), topk_ids, topk_weights, stream};
   if (K.cl && !x.wide && mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) /* lab knob tiny_cluster, fp32-key rows */
     return mr_cuda_launch_tiny_lab_rows(cfg, a, &x);
-  if (K.cl || K.warm || K.own) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own */
+  if (K.cl || K.warm || K.own || (K.ru && x.wide)) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own,
+                                                      wide_rank_unroll */
     return mr_cuda_launch_tiny_lab(cfg, a, &x);
   return mr_tiny_dispatch(cfg, a, mr_tiny_default_launch{x});
 }

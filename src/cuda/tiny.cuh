@@ -76,8 +76,11 @@ typedef struct mr_tiny_k {
                              the one-pass layout's code once during gating with its shared loads and stores off
                              (live = false), so that the layout's instructions are fetched before the barrier
                              (the one-pass route with 256 threads; a kernel instantiation of its own) */
-  uint32_t own;           /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
+  /* (two 16-bit flags in one word: the kernels' parameter block keeps its size and layout) */
+  uint16_t own;           /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
                              (mr_tiny_onepass OWN; a kernel instantiation of its own) */
+  uint16_t ru;            /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
+                             flight (mr_gate_wide_row RU; a kernel instantiation of its own) */
 } mr_tiny_k;
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -465,7 +468,7 @@ __device__ __forceinline__ void mr_tiny_publish(const mr_tiny_k& tk, uint32_t* s
  * CL (the cluster form, v15): routing CTA r's group q gates rows r + C*q, r + C*(q + ng), ...
  * (C = 2^ctas_log2) and sends its entries to every CTA (mr_tiny_send) after the cluster
  * barrier's wait (*waited). */
-template <int DT, int EPL, int KIND, bool CL = false>
+template <int DT, int EPL, int KIND, bool CL = false, bool RU = false>
 __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_tiny_k& tk, uint32_t* sm,
                                                   int32_t* topk_ids, float* topk_weights, int32_t* id0,
                                                   float* w0, bool* waited) {
@@ -493,11 +496,11 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
     float w;
     bool out;
     if (k <= 4)
-      out = mr_gate_wide_row<DT, EPL, GR, 4>(g, row, ws, bar_id, bar_threads, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 4, RU>(g, row, ws, bar_id, bar_threads, &id, &w);
     else if (k <= 8)
-      out = mr_gate_wide_row<DT, EPL, GR, 8>(g, row, ws, bar_id, bar_threads, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 8, RU>(g, row, ws, bar_id, bar_threads, &id, &w);
     else
-      out = mr_gate_wide_row<DT, EPL, GR, 16>(g, row, ws, bar_id, bar_threads, &id, &w);
+      out = mr_gate_wide_row<DT, EPL, GR, 16, RU>(g, row, ws, bar_id, bar_threads, &id, &w);
     if (CL && out && !*waited) { /* warp 0 of the group: every CTA's mbarrier is initialised */
       mr_cluster_wait();
       *waited = true;
@@ -528,7 +531,8 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
  * extra warp per scheduler); here an SM gates ceil(T / C) rows. */
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
           bool WARM = false, /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
-          bool OWN = false>  /* the blocks by word ownership (tk.own, v17): likewise */
+          bool OWN = false,  /* the blocks by word ownership (tk.own, v17): likewise */
+          bool RU = false>   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
 __global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
@@ -537,6 +541,7 @@ __global__ void __launch_bounds__(NT, 1)
   static_assert(!(WIDE && ONEPASS) || CL, "the wide rows finish in one pass in the cluster form only");
   static_assert(!WARM || (ONEPASS && !CL && !WIDE), "the warm pass: the one-pass route, a warp per row");
   static_assert(!OWN || (ONEPASS && !CL && !WIDE && !WARM), "word ownership: the one-pass route, a warp per row");
+  static_assert(!RU || (WIDE && !ONEPASS && !CL && KIND == MR_KIND_GROUPED), "ranks unrolled: grouped wide rows");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
@@ -586,7 +591,7 @@ __global__ void __launch_bounds__(NT, 1)
   float w0 = 0.0f;
   if constexpr (WIDE) {
     if (warp == mask_warp && mask_warp != 0u && has_mask) mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
-    mr_tiny_gate_wide<DT, EPL, KIND, CL>(g, tk, sm, topk_ids, topk_weights, &id0, &w0, &waited);
+    mr_tiny_gate_wide<DT, EPL, KIND, CL, RU>(g, tk, sm, topk_ids, topk_weights, &id0, &w0, &waited);
   } else {
     constexpr int W = MR_ESZ(DT);
     const int k = g.top_k;
@@ -920,6 +925,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->gate_warps = cfg->num_tokens < groups ? (int32_t)cfg->num_tokens : groups;
     K->scratch_words = mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts));
     if (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words > MR_TINY_SMEM_BYTES / 4u) return 0;
+    K->ru = mr_cuda_tune.wide_rank_unroll > 0 && mr_gate_kind(a, cfg->dtype) == MR_KIND_GROUPED ? 1 : 0;
   } else { /* a warp per row: 16-bit softmax rows only (mr_cuda_tiny_takes), no gating scratch */
     const int nw = mr_tiny_onepass_wanted(cfg) && mr_tiny_cta16(cfg) ? MR_TINY_WARPS16 : MR_TINY_WARPS;
     K->threads = (uint32_t)nw * 32u;
@@ -931,7 +937,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
-    K->own = mr_cuda_tune.tiny_op_own > 0 && !K->warm ? 1u : 0u; /* 256 and 512 threads (tiny_lab.cu) */
+    K->own = mr_cuda_tune.tiny_op_own > 0 && !K->warm ? 1 : 0; /* 256 and 512 threads (tiny_lab.cu) */
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
@@ -942,7 +948,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
 }
 
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false, bool OWN = false>
+          bool WARM = false, bool OWN = false, bool RU = false>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -964,7 +970,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     na = 1;
   }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN>, g, *o, *K,
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU>, g, *o, *K,
                             topk_ids, topk_weights));
   return cudaSuccess;
 }

@@ -1,6 +1,6 @@
 /*
  * tiny_lab.cu - the instantiations of tiny.cu's lab knobs tiny_cluster (16-bit softmax rows, wide gate rows)
- * and tiny_warm (perf-log v15), and tiny_op_own (v17)
+ * and tiny_warm (perf-log v15), and tiny_op_own and wide_rank_unroll (v17)
  * (tiny.cuh's kernel templates; a translation unit of its own so that these lab-only kernels
  * compile in parallel with tiny.cu's default ones).
  *
@@ -32,6 +32,10 @@ struct mr_tiny_lab_launch {
       if (K->cl && x.wide) /* the cluster form of the wide gate rows */
         return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, true, MR_TINY_THREADS, true>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
+      if constexpr (KIND == MR_KIND_GROUPED)
+        if (K->ru && x.wide) /* the grouped wide rows, their group ranks unrolled */
+          return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, false, MR_TINY_THREADS, false, false, false,
+                                  true>(x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
     }
     return cudaErrorInvalidConfiguration; /* unreachable: mr_cuda_launch_tiny_route */
   }
