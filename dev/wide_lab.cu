@@ -1231,6 +1231,7 @@ typedef struct KnobAB {
   const int* TS;    /* the token counts */
   int nt;
   int kinds;        /* input kinds of make_case checked (3: the three; 4: and the expert mask) */
+  int check_only;   /* 1: the bits alone, no timing table */
 } KnobAB;
 
 static int knob_runs(const KnobAB* k, const Case* c) {
@@ -1253,7 +1254,8 @@ static int knob_ab(const KnobAB* k) {
     for (int si = 0; si < k->ns; ++si)
       for (int ti = 0; ti < k->nt; ++ti)
         for (int kind = 0; kind < k->kinds; ++kind) {
-          if (k->TS[ti] * k->sh[si].k > 128 || (g_tm_quick && (ui || kind))) continue;
+          /* --quick (the sanitizers): U = 32, gaussian rows and the expert mask */
+          if (k->TS[ti] * k->sh[si].k > 128 || (g_tm_quick && (ui || (kind != 0 && kind != 3)))) continue;
           Case c;
           make_case(&c, &k->sh[si], k->TS[ti], kind);
           if (!knob_runs(k, &c)) {
@@ -1278,7 +1280,7 @@ static int knob_ab(const KnobAB* k) {
   g_unit = 32;
   printf("check: %ld cases, %ld mismatches (%s on against the default route, bits; %ld cases skipped where the "
          "library says the form does not run)\n", checks, bad, k->name, skipped);
-  if (g_check_only) return bad ? 1 : 0;
+  if (g_check_only || k->check_only) return bad ? 1 : 0;
   printf("\nus, route (moe_buf cleared, U = 32), the default route (%s off) | on: kernel metric | eager metric "
          "(cold L2)\n", k->name);
   printf("%-14s %3s %7s %7s || %7s %7s\n", "shape", "T", "k_off", "k_on", "e_off", "e_on");
@@ -1311,16 +1313,46 @@ static int knob_ab(const KnobAB* k) {
  * with 256 threads and a warp to spare (T <= 6: warp 6 gates no row). */
 static int twarm(void) {
   static const int TS[] = {2, 3, 4, 6};
-  const KnobAB k = {"tiny_warm", PK, NPK, &mr_cuda_tune.tiny_warm, mr_cuda_tiny_warm_c, TS, 4, 3};
+  const KnobAB k = {"tiny_warm", PK, NPK, &mr_cuda_tune.tiny_warm, mr_cuda_tiny_warm_c, TS, 4, 3, 0};
   return knob_ab(&k);
 }
 
-/* --town (session 18, perf-log v17): tiny_op_own, the one-pass layout's blocks by word ownership,
- * T = 2 .. 16 (8 and 16 gating warps), four input kinds (the expert mask included). */
+/* --town (session 18, perf-log v17): tiny_op_own, the one-pass layout's blocks by word ownership.
+ * First the bits alone over PK and shapes whose E is not a multiple of 32 (or is at most 32), in the
+ * one-pass layout's three forms: the default (registers for E <= 256, shuffles above), registers
+ * everywhere (tiny_op_regs 1: 16 words for E 257 - 512), and shuffles with 16 gating warps wherever
+ * T <= 16 (tiny_op_regs -1, tiny_threads 512); then bits and the timing table over PK, defaults.
+ * T = 2 .. 16, four input kinds (the expert mask included). */
+static const Shape PKX[] = {
+    {"e20-k2", 20, 2, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 1024, MOEROUTE_DTYPE_BF16},
+    {"e60-k4", 60, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
+    {"e160-k6", 160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 5120, MOEROUTE_DTYPE_FP16},
+    {"e300-k8", 300, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16},
+    {"e513-k4", 513, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16},
+};
 static int town(void) {
-  static const int TS[] = {2, 3, 4, 6, 8, 9, 10, 12, 14, 16};
-  const KnobAB k = {"tiny_op_own", PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, TS, 10, 4};
-  return knob_ab(&k);
+  static const int TS[] = {2, 3, 4, 6, 8, 9, 10, 12, 14, 16}, TQ[] = {2, 9, 16};
+  const int* ts = g_tm_quick ? TQ : TS;
+  const int nt = g_tm_quick ? 3 : 10;
+  int bad = 0;
+  for (int form = 0; form < 3; ++form) {
+    mr_cuda_tune.tiny_op_regs = form == 1 ? 1 : form == 2 ? -1 : 0;
+    mr_cuda_tune.tiny_threads = form == 2 ? 512 : 0;
+    printf("form %d (tiny_op_regs %d, tiny_threads %d): ", form, mr_cuda_tune.tiny_op_regs, mr_cuda_tune.tiny_threads);
+    const KnobAB x = {"tiny_op_own", PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_op_own,
+                      mr_cuda_tiny_own_c, ts, nt, 4, 1};
+    bad |= knob_ab(&x);
+    if (form > 0) {
+      printf("form %d, PK: ", form);
+      const KnobAB y = {"tiny_op_own", PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 1};
+      bad |= knob_ab(&y);
+    }
+  }
+  mr_cuda_tune.tiny_op_regs = 0;
+  mr_cuda_tune.tiny_threads = 0;
+  const KnobAB k = {"tiny_op_own", PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 0};
+  bad |= knob_ab(&k);
+  return bad;
 }
 
 /* --tru (session 18, perf-log v17): wide_rank_unroll, the grouped wide rows' group ranks from eight
@@ -1335,7 +1367,7 @@ static const Shape GW[] = {
 static int tru(void) {
   static const int TS[] = {1};
   const KnobAB k = {"wide_rank_unroll", GW, (int)(sizeof GW / sizeof GW[0]), &mr_cuda_tune.wide_rank_unroll,
-                    mr_cuda_tiny_ru_c, TS, 1, 4};
+                    mr_cuda_tiny_ru_c, TS, 1, 4, 0};
   return knob_ab(&k);
 }
 
