@@ -11,6 +11,8 @@
 # --tru, whose quick sets include the expert mask), ncu's list of the kernels --town / --tru launch (the new
 # instantiations must be among them: a silent fall-back to the default kernel would pass the bit checks),
 # and cuda_check 600 (every lab knob drawn, against the CPU backend). Lab call 48b's content is in here.
+# Last, the token-mask sort's table without moe_buf (wide_lab --tmsort --time-only --no-buf): results run 26's
+# one point where route lost to the chain (DeepSeek-R1 softmax T = 128 without moe_buf, docs/targets.md L5).
 # Every step under a timeout, the most telling first; each step's exit status goes to status.log.
 # Typical ~450 s; worst case (every timeout hit) past 600 s.
 LAB=lab53 . dev/lab_prelude.sh wide_lab cuda_check
@@ -28,6 +30,7 @@ for mode in town tru; do
     -c 80 $B/wide_lab --$mode --no-time --quick
 done
 step cuda_check ${CHECK_S:-50} $B/cuda_check --configs 600 --no-time
+step tm_nobuf ${TM_S:-50} $B/wide_lab --tmsort --time-only --no-buf
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 cat $O/status.log
 for f in town tru tcl twarm; do grep -E "^(form|check:)" $O/$f.log; done
@@ -38,4 +41,4 @@ for f in tcl_mem town_memcheck town_racecheck town_synccheck tru_memcheck tru_ra
 for m in town tru; do echo "== $m kernels"; grep -oE "mr_tiny_route_kernel<[^(]*>" $O/${m}_ncu.log | sort | uniq -c; done
 grep -A40 "^us, route" $O/town.log | head -44; grep -A8 "^us, route" $O/tru.log
 grep -E "^(ds-softmax|gpt-oss|deepseek-r1|kimi-k2) " $O/tcl.log | head -40; grep -A22 "^us, route" $O/twarm.log
-tail -4 $O/cuda_check.log; cat $O/env.log
+tail -4 $O/cuda_check.log; grep -E "^(kernel|shape|ds-softmax|gpt-oss)" $O/tm_nobuf.log; cat $O/env.log

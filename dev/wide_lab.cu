@@ -42,7 +42,8 @@
  *    (mr_cuda_tune.wide_rank_unroll) against the default, tiny.cu's wide route at T = 1, four grouped
  *    shapes, as --twarm: bits, then the kernel and eager metrics. --no-time [--quick]: the check alone.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
- *    bit and timed.
+ *    bit and timed. --time-only [--no-buf]: the timing table alone (--no-buf: without moe_buf, the
+ *    16-bit softmax shapes at T >= 48; session 18).
  * --spread (session 11): the one-pass layout written by 1, 2, 4 or 8 CTAs (tiny_ctas), the
  *    sort alone and route by tiny.cu, checked bit for bit and timed.
  * --ctm (session 13): the cluster token-mask path (ctm.cu) against the other paths, bit for
@@ -614,6 +615,9 @@ static void set_tm(int tm, int ctas) {
   mr_cuda_tune.tiny_sort = -1;
 }
 static int g_time_only; /* --tmsort / --ctm --time-only: the timing table alone */
+static int g_nobuf;     /* --tmsort --time-only --no-buf: the table without moe_buf, the 16-bit softmax shapes
+                           at T >= 48 (session 18: results run 26's one point where route lost to the chain,
+                           DeepSeek-R1 softmax T = 128 without moe_buf, perf-log v14) */
 static int g_tm_quick; /* --tmsort --no-time --quick: U = 32, one input kind, T = 4, 48, 256 (sanitizers);
                           --race: DeepSeek-R1 softmax only, T = 48, 256 (racecheck) */
 static int tm_ab(void) {
@@ -670,15 +674,19 @@ static int tm_ab(void) {
   printf("check: %ld cases, %ld mismatches (the token-mask sort with R = 4 - 32 CTAs against the library's other sorts; "
          "sort, sort of corrupted ids, route as the pair; U = 32, 8, 64; bits)\n", checks, bad);
   if (g_check_only) return bad ? 1 : 0;
-  printf("\nkernel metric, us (moe_buf cleared, U = 32): sort alone without the token-mask sort (ref) / with it, R CTAs; "
-         "route without it / with it (R auto) / auto (the defaults)\n");
+  printf("\nkernel metric, us (%s, U = 32): sort alone without the token-mask sort (ref) / with it, R CTAs; "
+         "route without it / with it (R auto) / auto (the defaults)\n", g_nobuf ? "no moe_buf" : "moe_buf cleared");
   printf("%-18s %4s %7s %7s %7s %7s | %7s %7s %7s\n", "shape", "T", "sref", "tm8", "tm16", "tm32", "rref", "rtm",
          "auto");
   for (int si = 0; si < ns; ++si)
     for (int ti = 0; ti < nt; ++ti) {
-      if (TS[ti] * all[si]->k > 2048) continue;
+      if (TS[ti] * all[si]->k > 2048 || (g_nobuf && (si < NSH || TS[ti] < 48))) continue;
       Case c;
       make_case(&c, all[si], TS[ti], 0);
+      if (g_nobuf) {
+        c.p.moe_buf_bytes = 0;
+        c.b.moe_buf = NULL;
+      }
       g_sort_op = 0;
       int32_t* tmp = (int32_t*)calloc(1 << 22, 4);
       route_to_host(&c, tmp, s); /* top-k for the sort */
@@ -1389,6 +1397,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");
+    g_nobuf = g_time_only && argc > 3 && !strcmp(argv[3], "--no-buf");
     return tm_ab();
   }
   if (argc > 1 && !strcmp(argv[1], "--ctm-probe")) return ctm_probe();
