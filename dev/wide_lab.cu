@@ -1232,6 +1232,7 @@ static double time_eager_route(Case* c, cudaStream_t s) {
  * eager metric (events around one call after an L2 flush, as moeroute bench), off / on. */
 typedef struct KnobAB {
   const char* name; /* the knob, as printed */
+  int off, on;      /* its values for off and on */
   const Shape* sh;  /* the shapes */
   int ns;
   int* knob;        /* its field in mr_cuda_tune: 0 off, 1 on */
@@ -1247,7 +1248,7 @@ static int knob_runs(const KnobAB* k, const Case* c) {
   if (mr_validate_params(MOEROUTE_OP_ROUTE, &c->p, MR_BACKEND_CUDA, "wide_lab", &cfg) != MOEROUTE_OK) return 0;
   mr_gate_args a;
   mr_cuda_gate_args_init(&cfg, c->b.logits, c->b.bias, &a);
-  *k->knob = 1;
+  *k->knob = k->on;
   const int on = k->lib_runs(&cfg, &a);
   *k->knob = 0;
   return on;
@@ -1273,8 +1274,9 @@ static int knob_ab(const KnobAB* k) {
           }
           const size_t cap = host_words(&c);
           int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
+          *k->knob = k->off;
           const size_t na = route_to_host(&c, a, s);
-          *k->knob = 1;
+          *k->knob = k->on;
           const size_t nb = route_to_host(&c, b, s);
           *k->knob = 0;
           checks++;
@@ -1304,7 +1306,7 @@ static int knob_ab(const KnobAB* k) {
       double r[4];
       for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
         for (int v = 0; v < 4; ++v) {
-          *k->knob = v & 1;
+          *k->knob = v & 1 ? k->on : k->off;
           const double x = v < 2 ? time_op(&c, 0, 1, s) : time_eager_route(&c, s);
           if (rep == 0 || x < r[v]) r[v] = x;
         }
@@ -1321,7 +1323,7 @@ static int knob_ab(const KnobAB* k) {
  * with 256 threads and a warp to spare (T <= 6: warp 6 gates no row). */
 static int twarm(void) {
   static const int TS[] = {2, 3, 4, 6};
-  const KnobAB k = {"tiny_warm", PK, NPK, &mr_cuda_tune.tiny_warm, mr_cuda_tiny_warm_c, TS, 4, 3, 0};
+  const KnobAB k = {"tiny_warm", 0, 1, PK, NPK, &mr_cuda_tune.tiny_warm, mr_cuda_tiny_warm_c, TS, 4, 3, 0};
   return knob_ab(&k);
 }
 
@@ -1347,18 +1349,18 @@ static int town(void) {
     mr_cuda_tune.tiny_op_regs = form == 1 ? 1 : form == 2 ? -1 : 0;
     mr_cuda_tune.tiny_threads = form == 2 ? 512 : 0;
     printf("form %d (tiny_op_regs %d, tiny_threads %d): ", form, mr_cuda_tune.tiny_op_regs, mr_cuda_tune.tiny_threads);
-    const KnobAB x = {"tiny_op_own", PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_op_own,
+    const KnobAB x = {"tiny_op_own", -1, 1, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_op_own,
                       mr_cuda_tiny_own_c, ts, nt, 4, 1};
     bad |= knob_ab(&x);
     if (form > 0) {
       printf("form %d, PK: ", form);
-      const KnobAB y = {"tiny_op_own", PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 1};
+      const KnobAB y = {"tiny_op_own", -1, 1, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 1};
       bad |= knob_ab(&y);
     }
   }
   mr_cuda_tune.tiny_op_regs = 0;
   mr_cuda_tune.tiny_threads = 0;
-  const KnobAB k = {"tiny_op_own", PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 0};
+  const KnobAB k = {"tiny_op_own", -1, 1, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 0};
   bad |= knob_ab(&k);
   return bad;
 }
@@ -1374,7 +1376,7 @@ static const Shape GW[] = {
 };
 static int tru(void) {
   static const int TS[] = {1};
-  const KnobAB k = {"wide_rank_unroll", GW, (int)(sizeof GW / sizeof GW[0]), &mr_cuda_tune.wide_rank_unroll,
+  const KnobAB k = {"wide_rank_unroll", -1, 1, GW, (int)(sizeof GW / sizeof GW[0]), &mr_cuda_tune.wide_rank_unroll,
                     mr_cuda_tiny_ru_c, TS, 1, 4, 0};
   return knob_ab(&k);
 }

@@ -375,10 +375,11 @@ typedef struct mr_cuda_tuning {
                             lab): 0 = off, 1 = on */
   int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
                             ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
-                            its word's prefix, no search; v17, lab): 0 = off (no auto rule yet), 1 = on */
+                            its word's prefix, no search; v17, lab): 0 = auto (MR_TINY_OWN_AUTO: off until
+                            measured), 1 = on, -1 = off */
   int wide_rank_unroll;  /* tiny.cu's route of grouped wide gate rows (T = 1, not the cluster form): the groups'
                             ranks by eight broadcast reads in flight instead of one shuffle after the other (v17,
-                            lab): 0 = off (no auto rule yet), 1 = on */
+                            lab): 0 = auto (MR_TINY_RU_AUTO: off until measured), 1 = on, -1 = off */
   int gtm;               /* the grid token-mask sort (gtm.cu, v16, lab): two launches, token masks per expert over
                             the whole grid, then a CTA per expert: 0 = off (no auto rule yet), 1 = the sort entry
                             point and route's sort wherever it fits (route: gate kernel, K1, K2), 2 = the sort
