@@ -158,32 +158,34 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
 /* The cluster form's C for cfg, 0 where it does not run (the lab asserts its cases run the form). */
 extern "C" int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a) { return mr_tiny_cluster_size(cfg, a); }
 
+/* Route's tiny.cu plan for cfg with the knobs as set, 0 where route does not take tiny.cu (the
+ * lab's questions below: which lab form a call runs). */
+static int mr_tiny_route_plan(const mr_config* cfg, const mr_gate_args* a, mr_tiny_k* K) {
+  size_t smem;
+  return mr_cuda_tiny_takes(cfg, a) && mr_tiny_plan(cfg, a, K, &smem);
+}
+
 /* 1 when route runs the warm pass for cfg with the knobs as set: tiny.cu takes the call, its plan
  * has the pass (the one-pass route with 256 threads), and warp 6 gates no row (the lab asserts its
  * cases run the pass). */
 extern "C" int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a) {
   mr_tiny_k K;
-  size_t smem;
-  if (!mr_cuda_tiny_takes(cfg, a) || !mr_tiny_plan(cfg, a, &K, &smem)) return 0;
+  if (!mr_tiny_route_plan(cfg, a, &K)) return 0;
   return K.warm && !K.cl && K.threads == MR_TINY_THREADS && K.gate_warps <= (int32_t)MR_TINY_WARPS - 2 ? 1 : 0;
 }
 
-/* 1 when route runs the blocks by word ownership for cfg with the knobs as set (tiny.cu takes the
- * call and its plan has them: the one-pass route, not the cluster form, not the warm pass). */
+/* 1 when route runs the blocks by word ownership for cfg with the knobs as set: tiny.cu takes the
+ * call and its plan sets own (only for the one-pass route, not the cluster form or the warm pass). */
 extern "C" int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a) {
   mr_tiny_k K;
-  size_t smem;
-  if (!mr_cuda_tiny_takes(cfg, a) || !mr_tiny_plan(cfg, a, &K, &smem)) return 0;
-  return K.own && K.onepass && !K.cl && !K.warm ? 1 : 0;
+  return mr_tiny_route_plan(cfg, a, &K) && K.own ? 1 : 0;
 }
 
-/* 1 when route runs the grouped wide rows with unrolled group ranks for cfg with the knobs as set
- * (tiny.cu takes the call with the wide form, not the cluster form). */
+/* 1 when route runs the grouped wide rows with unrolled group ranks: tiny.cu takes the call and its
+ * plan sets ru (only for grouped rows of the wide form, not the cluster form). */
 extern "C" int mr_cuda_tiny_ru_c(const mr_config* cfg, const mr_gate_args* a) {
   mr_tiny_k K;
-  size_t smem;
-  if (!mr_cuda_tiny_takes(cfg, a) || !mr_tiny_plan(cfg, a, &K, &smem)) return 0;
-  return K.ru && !K.cl && !K.onepass && mr_tiny_wide_kind(cfg, a) ? 1 : 0;
+  return mr_tiny_route_plan(cfg, a, &K) && K.ru ? 1 : 0;
 }
 
 /* Route takes tiny.cu: it fits, and the row kind is PACKED (16-bit softmax, no
@@ -267,8 +269,7 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
   const mr_tiny_launch_args x = {&g, o, &K, smem, mr_tiny_wide_kind(cfg, a), topk_ids, topk_weights, stream};
   if (K.cl && !x.wide && mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) /* lab knob tiny_cluster, fp32-key rows */
     return mr_cuda_launch_tiny_lab_rows(cfg, a, &x);
-  if (K.cl || K.warm || K.own || (K.ru && x.wide)) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own,
-                                                      wide_rank_unroll */
+  if (K.cl || K.warm || K.own || K.ru) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll */
     return mr_cuda_launch_tiny_lab(cfg, a, &x);
   return mr_tiny_dispatch(cfg, a, mr_tiny_default_launch{x});
 }
