@@ -123,7 +123,7 @@ typedef struct Shape {
   int hidden;
   moeroute_dtype dt;
   int T;
-  int cl; /* route with the lab knob tiny_cluster = cl (session 16); 0 = off */
+  int cl; /* route with the lab knob tiny_cluster = cl (session 16); 0 = off (knob -1) */
   int tw; /* route with the lab knob tiny_warm (session 16) */
 } Shape;
 
@@ -222,7 +222,7 @@ int main(void) {
     for (int v = 0; v < 6; ++v) {
       const int op = vop[v], warm = vwarm[v];
       if ((sh->cl || sh->tw) && (op != 0 || warm != 1)) continue; /* the lab knobs' rows: route alone */
-      mr_cuda_tune.tiny_cluster = sh->cl;
+      mr_cuda_tune.tiny_cluster = sh->cl ? sh->cl : -1; /* 0: the rows without the cluster form */
       mr_cuda_tune.tiny_warm = sh->tw;
       mr_cuda_perf.no_warm = warm == 0;
       mr_cuda_perf.dry_gate_warp = warm == 4 ? 4 : 0;

@@ -368,18 +368,19 @@ typedef struct mr_cuda_tuning {
                             r, r + C, ...) and send each entry to every CTA (st.async on the receiver's mbarrier),
                             for the wide gate rows (sigmoid / sqrt_softplus, a group of four warps per row) and
                             every other row kind (a warp per row) at 1 <= T <= 32, U >= T, T*k <= 128 (v15, lab):
-                            0 = off (no auto rule yet), 1 / 2 / 4 / 8 = that C wherever it fits (ignored under
-                            MOEROUTE_CUDA_NO_CLUSTER; the other tiny knobs and the probes do not apply to it) */
+                            0 = auto (tiny.cuh mr_tiny_cluster_auto, lab call 53), 1 / 2 / 4 / 8 = that C wherever
+                            it fits, -1 = off (ignored under MOEROUTE_CUDA_NO_CLUSTER; the other tiny knobs and the
+                            probes do not apply to it) */
   int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
                             during gating with its loads and stores off, fetching its instructions ahead (v15,
                             lab): 0 = off, 1 = on */
   int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
                             ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
-                            its word's prefix, no search; v17, lab): 0 = auto (MR_TINY_OWN_AUTO: off until
-                            measured), 1 = on, -1 = off */
+                            its word's prefix, no search; v17): 0 = auto (tiny.cuh mr_tiny_own_auto: k <= 4,
+                            T*k <= 16, lab call 53), 1 = on, -1 = off */
   int wide_rank_unroll;  /* tiny.cu's route of grouped wide gate rows (T = 1, not the cluster form): the groups'
                             ranks by eight broadcast reads in flight instead of one shuffle after the other (v17,
-                            lab): 0 = auto (MR_TINY_RU_AUTO: off until measured), 1 = on, -1 = off */
+                            0 = auto (MR_TINY_RU_AUTO: on, lab call 53), 1 = on, -1 = off */
   int gtm;               /* the grid token-mask sort (gtm.cu, v16, lab): two launches, token masks per expert over
                             the whole grid, then a CTA per expert: 0 = off (no auto rule yet), 1 = the sort entry
                             point and route's sort wherever it fits (route: gate kernel, K1, K2), 2 = the sort

@@ -194,21 +194,18 @@ static int mr_route_pair_fits(const mr_config* cfg) {
  * kernel spreads the rows over SMs and PDL hides the second launch); the
  * cluster kernel of fused.cu when PDL is off (there it is 1.03 - 1.24x faster
  * than the pair). */
-/* The pair's sort would be the token-mask sort where, for 16-bit softmax rows with E >= 256
- * and T*k > 768 without a moe_buf, gate + that sort is slower than gate + the mid sort
- * although the sort alone is faster (DeepSeek-R1 softmax T = 128: route 7.16 against 6.69 us,
- * the sort alone 3.54 against 4.85, results runs 22 and 21; lab call 27 saw the same): route
- * takes the mid pair there (the sort entry point keeps the token-mask sort). */
-static int mr_route_pair_avoids_tm(const mr_config* cfg, const mr_gate_args* a) {
-  return mr_cuda_tune.tm_sort == 0 && a->packed && cfg->num_experts >= 256 && cfg->moe_buf_bytes == 0 &&
-         cfg->num_tokens * cfg->top_k > 768 && !mr_cuda_tiny_sort_fits(cfg) && mr_cuda_tm_sort_fits(cfg);
-}
-static int mr_route_use_pair(const mr_config* cfg, const mr_gate_args* a) {
+/* Results runs 21 / 22 had route take the mid pair instead of the token-mask sort for 16-bit
+ * softmax rows with E >= 256 and T*k > 768 without a moe_buf (DeepSeek-R1 softmax T = 128: gate + the
+ * token-mask sort 7.16 against the mid pair's 6.69 us). That rule was removed after results run 26
+ * (H200: the chain, gate + the token-mask sort, 6.23 against route's mid pair 6.62) and lab call 53
+ * (dev/runs/run53/tm_nobuf.log, H100, kernel metric: route with the token-mask sort 6.37 / 6.29 /
+ * 7.00 us against the mid pair 6.78 / 6.88 / 7.12 at T = 128 / 192 / 256): the pair keeps the
+ * token-mask sort wherever it fits (docs/targets.md L5). */
+static int mr_route_use_pair(const mr_config* cfg) {
   if (!mr_route_pair_fits(cfg) || mr_cuda_tune.force_general || mr_cuda_tune.fused_cluster > 0 ||
       mr_cuda_tune.route_pair < 0)
     return 0;
   if (mr_cuda_tune.route_pair > 0) return 1;
-  if (mr_route_pair_avoids_tm(cfg, a)) return 0;
   return mr_cuda_pdl_on();
 }
 /* Route above the one-launch sort's bound and up to the mid sort's: the gate
@@ -393,7 +390,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     err = mr_cuda_launch_tiny_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && mr_cuda_ctm_route_takes(&cfg, &ga)) {
     err = mr_cuda_launch_ctm_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
-  } else if (mr_route_use_pair(&cfg, &ga)) {
+  } else if (mr_route_use_pair(&cfg)) {
     /* the caller's top-k buffers, else the workspace (mr_cuda_workspace_needed) */
     const size_t half = mr_route_topk_half(&cfg);
     int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;

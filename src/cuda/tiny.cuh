@@ -852,14 +852,43 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
  * four warps per row, at most 2 rows per CTA), or any other row kind by a warp per row (at most
  * 8 rows per CTA: the 16-bit softmax rows, and the fp32-key rows the wide form does not take:
  * softmax with bias or groups, fp32 softmax, E <= 128), 1 <= T <= 32, U >= T (the one-pass
- * finish), T*k <= MR_TINY_MAX_N. A lab knob: no automatic rule until a device run has timed it. */
+ * finish), T*k <= MR_TINY_MAX_N. Knob tiny_cluster: 0 = the automatic C below, > 0 = C, < 0 = off. */
+/* The automatic C (lab call 53, dev/runs/run53/tcl.log: H100, kernel metric, route with moe_buf,
+ * U = 32, the previous default against C = 1, 2, 4, 8 for 17 shapes at T = 1 .. 16, 24, 32):
+ *   - the wide gate rows (grouped DeepSeek-R1, Kimi-K2, GLM-4.5, ...) at 2 <= T <= 8, C = the
+ *     power of two >= T (a row per group): e.g. grouped DeepSeek-R1 T = 2 / 4 / 8 4.58 / 4.59 /
+ *     4.46 -> 4.01 / 4.07 / 4.15 us, Kimi-K2 4.49 / 4.50 / 4.40 -> 4.14 / 4.23 / 4.32; at T = 1 the
+ *     one-CTA wide form stays (3.22 against 4.00 at C = 2), from T = 9 the pair (Kimi-K2 T = 12
+ *     4.42 against 4.59); E >= 1024 up to T = 6 (E = 1024 grouped T = 8: 7.11 against 7.21);
+ *   - the fp32-key rows a warp per row (softmax with bias or groups, fp32 softmax: DeepSeek-V2,
+ *     ERNIE-4.5, Llama-4) at every T: two rows per CTA, C >= 2 (deepseek-v2 T = 1 / 8 / 16
+ *     6.86 / 6.95 / 7.14 -> 6.45 / 6.65 / 6.70; llama4-maverick T = 1 3.85 -> 3.26);
+ *   - the 16-bit softmax rows from T = 9 (from T = 6 for E >= 512), C = 8: DeepSeek-R1 softmax
+ *     T = 9 / 12 / 16 3.55 / 3.59 / 3.76 -> 3.14 / 3.24 / 3.25, GPT-OSS-120B T = 16 / 32 3.05 /
+ *     3.54 -> 2.70 / 2.85, Qwen3-Next T = 8 4.20 -> 3.88; at T <= 8 the one-CTA one-pass route
+ *     (DeepSeek-R1 softmax T = 8 3.12 against 3.14, GPT-OSS-120B 2.67 against 2.72).
+ * Never C = 1: under memcheck its DSMEM writes are reported as invalid ("Cluster needs to have at
+ * least 2 blocks", dev/runs/run53/tcl_mem.log), and C = 2 was as fast wherever C = 1 won. */
+static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args* a) {
+  const int64_t T = cfg->num_tokens;
+  if (mr_cuda_cc_major() < 9) return 0;
+  if (mr_tiny_wide_kind(cfg, a))
+    return T >= 2 && T <= (cfg->num_experts >= 1024 ? 6 : 8) ? (T <= 2 ? 2 : T <= 4 ? 4 : 8) : 0;
+  if (mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) {
+    const int64_t rows2 = (T + 1) / 2; /* CTAs for two rows each */
+    return rows2 <= 2 ? 2 : rows2 <= 4 ? 4 : 8;
+  }
+  return T >= 9 || (T >= 6 && cfg->num_experts >= 512) ? 8 : 0;
+}
 static inline int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args* a) {
   const int knob = mr_cuda_tune.tiny_cluster;
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
-  if (knob <= 0 || mr_cuda_no_cluster() || T < 1 || T > 32 || cfg->unit_size < T || n > (int64_t)MR_TINY_MAX_N ||
+  if (knob < 0 || mr_cuda_no_cluster() || T < 1 || T > 32 || cfg->unit_size < T || n > (int64_t)MR_TINY_MAX_N ||
       cfg->num_experts > MR_TINY_MAX_E)
     return 0;
-  const int C = knob >= 8 ? 8 : knob >= 4 ? 4 : knob >= 2 ? 2 : 1;
+  const int want = knob > 0 ? knob : mr_tiny_cluster_auto(cfg, a);
+  if (want <= 0) return 0;
+  const int C = want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
   const int64_t rows = (T + C - 1) / C; /* per CTA */
   if (mr_tiny_wide_kind(cfg, a)) return rows <= MR_TINY_WARPS / MR_WIDE_WARPS ? C : 0;
   return rows <= MR_TINY_WARPS ? C : 0;
@@ -874,9 +903,17 @@ static inline uint32_t mr_tiny_op_regs(const mr_config* cfg) {
   return mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
 }
 
-/* The v17 forms' automatic rules (perf-log v17): off until a device run has timed them. */
-#define MR_TINY_OWN_AUTO 0
-#define MR_TINY_RU_AUTO 0
+/* The v17 forms' automatic rules (perf-log v17; lab call 53, dev/runs/run53, H100, kernel metric,
+ * route with moe_buf, off / on):
+ *   - wide_rank_unroll on: grouped DeepSeek-R1 T = 1 3.21 / 3.03 us, E = 384 G = 12 4.18 / 4.08,
+ *     E = 256 G = 4 3.18 / 3.12, E = 1024 G = 32 6.15 / 5.56;
+ *   - tiny_op_own only where it won: k <= 4 and T*k <= 16 (GPT-OSS-120B T = 2 / 3 / 4 2.47 / 2.50 /
+ *     2.50 -> 2.39 / 2.42 / 2.43); slower with k = 8 or more rows (OLMoE T = 3 2.68 -> 2.98,
+ *     GPT-OSS-120B T = 8 2.66 -> 2.87). */
+#define MR_TINY_RU_AUTO 1
+static inline int mr_tiny_own_auto(const mr_config* cfg) {
+  return cfg->top_k <= 4 && cfg->num_tokens * cfg->top_k <= 16;
+}
 /* A lab knob with 0 = its automatic rule, > 0 = on, < 0 = off. */
 static inline int mr_tiny_knob_on(int knob, int auto_on) { return knob > 0 || (knob == 0 && auto_on); }
 
@@ -946,7 +983,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
-    K->own = mr_tiny_knob_on(mr_cuda_tune.tiny_op_own, MR_TINY_OWN_AUTO) && !K->warm ? 1 : 0; /* 256 and 512 threads */
+    K->own = mr_tiny_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) && !K->warm ? 1 : 0; /* 256 and 512 threads */
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
