@@ -368,7 +368,7 @@ typedef struct mr_cuda_tuning {
                             r, r + C, ...) and send each entry to every CTA (st.async on the receiver's mbarrier),
                             for the wide gate rows (sigmoid / sqrt_softplus, a group of four warps per row) and
                             every other row kind (a warp per row) at 1 <= T <= 32, U >= T, T*k <= 128 (v15, lab):
-                            0 = auto (tiny.cuh mr_tiny_cluster_auto, lab call 53), 1 / 2 / 4 / 8 = that C wherever
+                            0 = auto (tiny.cuh mr_tiny_cluster_auto, lab call 53; off while MR_TINY_CLUSTER_AUTO is 0), 1 / 2 / 4 / 8 = that C wherever
                             it fits, -1 = off (ignored under MOEROUTE_CUDA_NO_CLUSTER; the other tiny knobs and the
                             probes do not apply to it) */
   int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
