@@ -848,11 +848,6 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
   return cfg->num_tokens * cfg->top_k <= 32 ? 2u : 3u;
 }
 
-/* The cluster form's C (v15, knob tiny_cluster; 0 = not taken): the wide gate rows (a group of
- * four warps per row, at most 2 rows per CTA), or any other row kind by a warp per row (at most
- * 8 rows per CTA: the 16-bit softmax rows, and the fp32-key rows the wide form does not take:
- * softmax with bias or groups, fp32 softmax, E <= 128), 1 <= T <= 32, U >= T (the one-pass
- * finish), T*k <= MR_TINY_MAX_N. Knob tiny_cluster: 0 = the automatic C below, > 0 = C, < 0 = off. */
 /* The automatic C (lab call 53, dev/runs/run53/tcl.log: H100, kernel metric, route with moe_buf,
  * U = 32, the previous default against C = 1, 2, 4, 8 for 17 shapes at T = 1 .. 16, 24, 32):
  *   - the wide gate rows (grouped DeepSeek-R1, Kimi-K2, GLM-4.5, ...) at 2 <= T <= 8, C = the
@@ -885,6 +880,11 @@ static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args*
   }
   return T >= 9 || (T >= 6 && cfg->num_experts >= 512) ? 8 : 0;
 }
+/* The cluster form's C (v15, knob tiny_cluster; 0 = not taken): the wide gate rows (a group of
+ * four warps per row, at most 2 rows per CTA), or any other row kind by a warp per row (at most
+ * 8 rows per CTA: the 16-bit softmax rows, and the fp32-key rows the wide form does not take:
+ * softmax with bias or groups, fp32 softmax, E <= 128), 1 <= T <= 32, U >= T (the one-pass
+ * finish), T*k <= MR_TINY_MAX_N. Knob tiny_cluster: 0 = the automatic C above, > 0 = C, < 0 = off. */
 static inline int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args* a) {
   const int knob = mr_cuda_tune.tiny_cluster;
   const int64_t T = cfg->num_tokens, n = T * cfg->top_k;
