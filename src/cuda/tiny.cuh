@@ -864,11 +864,11 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
  *     (DeepSeek-R1 softmax T = 8 3.12 against 3.14, GPT-OSS-120B 2.67 against 2.72).
  * Never C = 1: under memcheck its DSMEM writes are reported as invalid ("Cluster needs to have at
  * least 2 blocks", dev/runs/run53/tcl_mem.log); where C = 1 won, C = 2 was 0.03 - 0.13 us behind. */
-/* 1: route takes the cluster form by the rule below; 0: only by the knob (tiny_cluster > 0). Off
- * until a device run has passed test_cuda and memcheck / synccheck with it on: lab call 53's
- * memcheck stopped at C = 1 and never reached C >= 2 (session 19 had no device time left for
- * that run; the rule is measured, the sanitizers are not). */
-#define MR_TINY_CLUSTER_AUTO 0
+/* 1: route takes the cluster form by the rule below; 0: only by the knob (tiny_cluster > 0).
+ * Switched on in session 20 for results run 27, which runs test_cuda, memcheck and synccheck with
+ * it on (lab call 53's memcheck stopped at C = 1, which this rule never takes). Racecheck runs
+ * with --no-cluster, as for the other cluster kernel (bench/sanitize.sh). */
+#define MR_TINY_CLUSTER_AUTO 1
 static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args* a) {
   const int64_t T = cfg->num_tokens;
   if (!MR_TINY_CLUSTER_AUTO || mr_cuda_cc_major() < 9 || cfg->num_experts < 64) return 0; /* E = 64 - 1024 measured */
