@@ -862,6 +862,17 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
  *     T = 9 / 12 / 16 3.55 / 3.59 / 3.76 -> 3.14 / 3.24 / 3.25, GPT-OSS-120B T = 16 / 32 3.05 /
  *     3.54 -> 2.70 / 2.85, Qwen3-Next T = 8 4.20 -> 3.88; at T <= 8 the one-CTA one-pass route
  *     (DeepSeek-R1 softmax T = 8 3.12 against 3.14, GPT-OSS-120B 2.67 against 2.72).
+ * Results run 27 (bench/results/run27/wide_lab_tcl.log, H100, same metric) repeated these and
+ * widened two edges, each seen in both runs (run 53 / run 27, off -> C = 8):
+ *   - the wide gate rows with E <= 256 up to T = 16 (C = 8, two rows per CTA): GLM-4.5 T = 9 / 12 /
+ *     16 4.11 / 4.15 / 4.12 -> 3.95 / 3.98 / 3.98 and 4.18 / 4.09 / 4.16 -> 3.97 / 3.99 / 3.99,
+ *     MiniMax-M2 T = 12 3.96 -> 3.84 and 4.02 -> 3.85, DeepSeek-V4-Flash T = 12 4.05 -> 3.93 and
+ *     4.08 -> 3.92, grouped DeepSeek-R1 T = 12 4.54 -> 4.45 and 4.56 -> 4.48; not Kimi-K2 (E = 384:
+ *     T = 12 4.42 -> 4.59 and 4.42 -> 4.60) nor E = 1024;
+ *   - the 16-bit softmax rows with k >= 8 from T = 6: Qwen3-235B T = 6 / 8 2.91 / 2.94 -> 2.87 /
+ *     2.83 and 2.93 / 2.96 -> 2.86 / 2.85, OLMoE 2.94 / 2.96 -> 2.90 / 2.87 and 2.94 / 2.97 ->
+ *     2.86 / 2.86, DeepSeek-R1 softmax even (3.11 / 3.12 -> 3.11 / 3.14, 3.13 / 3.16 -> 3.13 /
+ *     3.15); not k = 4 (GPT-OSS-120B T = 6 2.64 -> 2.70 and 2.66 -> 2.72).
  * Never C = 1: under memcheck its DSMEM writes are reported as invalid ("Cluster needs to have at
  * least 2 blocks", dev/runs/run53/tcl_mem.log); where C = 1 won, C = 2 was 0.03 - 0.13 us behind. */
 /* 1: route takes the cluster form by the rule below; 0: only by the knob (tiny_cluster > 0).
@@ -872,13 +883,15 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
 static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args* a) {
   const int64_t T = cfg->num_tokens;
   if (!MR_TINY_CLUSTER_AUTO || mr_cuda_cc_major() < 9 || cfg->num_experts < 64) return 0; /* E = 64 - 1024 measured */
-  if (mr_tiny_wide_kind(cfg, a))
-    return T >= 2 && T <= (cfg->num_experts >= 1024 ? 6 : 8) ? (T <= 2 ? 2 : T <= 4 ? 4 : 8) : 0;
+  if (mr_tiny_wide_kind(cfg, a)) {
+    const int64_t tmax = cfg->num_experts <= 256 ? 16 : cfg->num_experts >= 1024 ? 6 : 8;
+    return T >= 2 && T <= tmax ? (T <= 2 ? 2 : T <= 4 ? 4 : 8) : 0;
+  }
   if (mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) {
     const int64_t rows2 = (T + 1) / 2; /* CTAs for two rows each */
     return rows2 <= 2 ? 2 : rows2 <= 4 ? 4 : 8;
   }
-  return T >= 9 || (T >= 6 && cfg->num_experts >= 512) ? 8 : 0;
+  return T >= 9 || (T >= 6 && (cfg->num_experts >= 512 || cfg->top_k >= 8)) ? 8 : 0;
 }
 /* The cluster form's C (v15, knob tiny_cluster; 0 = not taken): the wide gate rows (a group of
  * four warps per row, at most 2 rows per CTA), or any other row kind by a warp per row (at most
