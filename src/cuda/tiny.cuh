@@ -869,10 +869,13 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
  *     MiniMax-M2 T = 12 3.96 -> 3.84 and 4.02 -> 3.85, DeepSeek-V4-Flash T = 12 4.05 -> 3.93 and
  *     4.08 -> 3.92, grouped DeepSeek-R1 T = 12 4.54 -> 4.45 and 4.56 -> 4.48; not Kimi-K2 (E = 384:
  *     T = 12 4.42 -> 4.59 and 4.42 -> 4.60) nor E = 1024;
- *   - the 16-bit softmax rows with k >= 8 from T = 6: Qwen3-235B T = 6 / 8 2.91 / 2.94 -> 2.87 /
- *     2.83 and 2.93 / 2.96 -> 2.86 / 2.85, OLMoE 2.94 / 2.96 -> 2.90 / 2.87 and 2.94 / 2.97 ->
- *     2.86 / 2.86, DeepSeek-R1 softmax even (3.11 / 3.12 -> 3.11 / 3.14, 3.13 / 3.16 -> 3.13 /
- *     3.15); not k = 4 (GPT-OSS-120B T = 6 2.64 -> 2.70 and 2.66 -> 2.72).
+ *   - the 16-bit softmax rows with k >= 8 and E <= 128 from T = 6: Qwen3-235B T = 6 / 8 2.91 /
+ *     2.94 -> 2.87 / 2.83 and 2.93 / 2.96 -> 2.86 / 2.85, OLMoE 2.94 / 2.96 -> 2.90 / 2.87 and
+ *     2.94 / 2.97 -> 2.86 / 2.86; not k = 4 (GPT-OSS-120B T = 6 2.64 -> 2.70 and 2.66 -> 2.72).
+ *     Results run 28 (bench/results/run28, H100, with k >= 8 at any E) confirmed Qwen3-235B and
+ *     OLMoE (-0.03 to -0.07) and showed E = 256 a little behind in all three runs taken together
+ *     (DeepSeek-R1 softmax T = 6 / 8: 3.11 / 3.12 -> 3.11 / 3.14, 3.13 / 3.16 -> 3.13 / 3.15, 3.10 /
+ *     3.11 -> 3.14 / 3.14), hence E <= 128.
  * Never C = 1: under memcheck its DSMEM writes are reported as invalid ("Cluster needs to have at
  * least 2 blocks", dev/runs/run53/tcl_mem.log); where C = 1 won, C = 2 was 0.03 - 0.13 us behind. */
 /* 1: route takes the cluster form by the rule below; 0: only by the knob (tiny_cluster > 0).
@@ -891,7 +894,7 @@ static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args*
     const int64_t rows2 = (T + 1) / 2; /* CTAs for two rows each */
     return rows2 <= 2 ? 2 : rows2 <= 4 ? 4 : 8;
   }
-  return T >= 9 || (T >= 6 && (cfg->num_experts >= 512 || cfg->top_k >= 8)) ? 8 : 0;
+  return T >= 9 || (T >= 6 && (cfg->num_experts >= 512 || (cfg->top_k >= 8 && cfg->num_experts <= 128))) ? 8 : 0;
 }
 /* The cluster form's C (v15, knob tiny_cluster; 0 = not taken): the wide gate rows (a group of
  * four warps per row, at most 2 rows per CTA), or any other row kind by a warp per row (at most
