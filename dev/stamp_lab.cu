@@ -156,6 +156,16 @@ int main(void) {
       {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 16, 8, 0},
       {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32, 4, 4, 0},
       {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 2, 0, 1},
+      /* session 20: why the cluster form gains nothing for E = 256 at T = 6 - 8 where E = 128 gains
+       * (perf-log v19); each shape without it (0) and with C = 8, and the one-CTA route at T = 12 */
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 6, 0, 0},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 6, 8, 0},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 8, 8, 0},
+      {"deepseek-r1-softmax", 256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16, 12, 0, 0},
+      {"qwen3-235b", 128, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16, 6, 0, 0},
+      {"qwen3-235b", 128, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16, 6, 8, 0},
+      {"qwen3-235b", 128, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16, 8, 0, 0},
+      {"qwen3-235b", 128, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16, 8, 8, 0},
   };
   const char* ops[3] = {"route", "gate", "sort"};
   printf("cycles between markers (median of 21 single calls), thread 0 of CTA 0; span = globaltimer ns 0..7\n");
