@@ -1869,7 +1869,7 @@ static void group_engine(void) {
  * 16384 <= T*k <= 32768 for E <= 512), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
- * 512 without groups, k <= 8, E <= 384). */
+ * 512 without groups, k <= 8, E <= 384), and the cluster form's rule (design.md 34). */
 static void group_thresholds(void) {
   /* shapes only these switches need (not in ENGINE_SHAPES, whose other groups keep
    * their case lists): DeepSeek-R1 sizes with softmax (bench's deepseek-r1-softmax),
@@ -1985,6 +1985,16 @@ static void group_thresholds(void) {
       {"deepseek-r1", 1, 1, 0},      /* (grouped) */
       {"sig-e1024", 1, 1, 0},        /* (EPL = 32) */
       {"ssp-e160-g5", 1, 0, 0},      /* (grouped, five groups; fp16) */
+      /* tiny.cu's cluster form (design.md 34, mr_tiny_cluster_auto; U = 32 >= T on both sides): */
+      {"deepseek-r1", 16, 0, 32},    /* wide rows, E <= 256: C = 8 up to T = 16 (T*k 128), the pair at 17 */
+      {"glm-4.5", 16, 1, 32},        /* (E = 160, no groups) */
+      {"kimi-k2", 8, 0, 32},         /* wide rows, E = 384: up to T = 8, the pair at 9 */
+      {"sig-e1024", 6, 1, 32},       /* wide rows, E >= 1024: up to T = 6 */
+      {"qwen3", 5, 0, 32},           /* 16-bit softmax rows, k >= 8, E <= 128: the one-CTA route at T = 5, C = 8 at 6 */
+      {"olmoe", 5, 1, 32},           /* (E = 64) */
+      {"ds-softmax", 5, 0, 32},      /* (E = 256: the one-CTA route on both sides) */
+      {"qwen3-next", 5, 0, 32},      /* (E = 512: C = 8 from T = 6) */
+      {"deepseek-v2-lite", 21, 0, 32}, /* fp32-key rows a warp per row, every T: up to T*k = 128 (126 -> 132) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
