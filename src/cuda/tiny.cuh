@@ -879,9 +879,10 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
  * Never C = 1: under memcheck its DSMEM writes are reported as invalid ("Cluster needs to have at
  * least 2 blocks", dev/runs/run53/tcl_mem.log); where C = 1 won, C = 2 was 0.03 - 0.13 us behind. */
 /* 1: route takes the cluster form by the rule below; 0: only by the knob (tiny_cluster > 0).
- * Switched on in session 20 for results run 27, which runs test_cuda, memcheck and synccheck with
- * it on (lab call 53's memcheck stopped at C = 1, which this rule never takes). Racecheck runs
- * with --no-cluster, as for the other cluster kernel (bench/sanitize.sh). */
+ * On since session 20: results runs 27 - 29 (bench/results/run27 - run29, H100) ran test_cuda,
+ * memcheck, synccheck and initcheck with it on, all clean (lab call 53's memcheck report was
+ * C = 1's, which this rule never takes). Racecheck runs with --no-cluster, as for the other
+ * cluster kernel (bench/sanitize.sh). */
 #define MR_TINY_CLUSTER_AUTO 1
 static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args* a) {
   const int64_t T = cfg->num_tokens;
