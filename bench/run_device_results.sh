@@ -50,6 +50,12 @@ if [ "${WIDE_LAB:-0}" = 1 ]; then
   for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do echo "== $t"; tail -4 $O/ts_$t.txt; rm -f $O/ts_$t.txt; done > $O/wide_lab_tsort_sanitize.log 2>&1
   LABLOGS="$LABLOGS wide_lab_tsort_sanitize.log"
 fi
+# optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with its variant 10 (nofilt): the segment rows with
+# and without gate.cuh's filter (v20), every output bit for bit, gate / route / sort timed side by side
+if [ "${FILT_LAB:-0}" = 1 ] && [ -x $B/large_lab ]; then
+  timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant 10 > $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
+  LABLOGS="$LABLOGS large_lab_filt.log"
+fi
 # optional (CUDA_CHECK=N): dev/cuda_check, N random configurations with the lab knobs drawn
 if [ "${CUDA_CHECK:-0}" -gt 0 ]; then
   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/build.log 2>&1
@@ -66,7 +72,7 @@ wait
 echo "total $((SECONDS-T0)) s" >> $O/env.log
 # the device tool returns about eight files: the small logs travel in one tarball
 # (the plot and its table are redrawn from the CSVs: bench/plot_scaling.py)
-[ "${LARGE_LAB:-0}" = 1 ] && LABLOGS="$LABLOGS large_lab_check.log large_lab_sanitize.log"
+[ "${LARGE_LAB:-0}" = 1 ] && LABLOGS="$LABLOGS large_lab_check.log large_lab_sanitize.log large_lab_build.log"
 LOGS="bench.err build.log sanitize.log test_cuda_large.log scaling.log h200-decode.cmd $LABLOGS"
 tar czf $O/logs.tgz -C $O $LOGS 2>/dev/null
 grep -E "tests passed|tests failed|ctest rc" $O/ctest.log | tail -3
@@ -77,6 +83,7 @@ sed -n '/verdicts/,$p' $O/sanitize.log
 tail -2 $O/bench.err; cut -d, -f1,2,9,10,11,12 $O/h200-decode.csv | head -14
 tail -2 $O/scaling.log; grep -E "\| (1024|16384|65536) \|" $O/h200-scaling.md | head -12
 for f in $LABLOGS; do grep -E "check:|MISMATCH|FAIL" $O/$f | head -3; sed -n '/kernel metric/,$p' $O/$f; done
+[ -f $O/large_lab_filt.log ] && grep -E "^v6 (deepseek-r1-softmax|gpt-oss-120b) +T= *(4096|16384|65536) " $O/large_lab_filt.log | sed -E 's/  +/ /g' 
 for sd in ${VERIFY_SEEDS:-}; do echo "verify seed $sd: $(tail -2 $O/verify_$sd.log | tr '\n' ' ')"; done
 [ "${CUDA_CHECK:-0}" -gt 0 ] && tail -3 $O/cuda_check.log
 [ -f $O/wide_lab_tsort_sanitize.log ] && grep -E "==|SUMMARY|rc=" $O/wide_lab_tsort_sanitize.log

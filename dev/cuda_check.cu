@@ -256,6 +256,7 @@ static void gen_case(Case* c) {
   c->tune.gtm = pick(Gt, 6);
   c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
   c->tune.wide_rank_unroll = irand(3) - 1; /* the grouped wide rows' group ranks unrolled (v17): off / auto / on */
+  c->tune.gate_seg_filter = irand(2) - 1; /* the segment rows' filter before the network (v20): never / auto */
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -864,12 +865,13 @@ int main(int argc, char** argv) {
       if (i == dry)
         printf("case %d: E=%d k=%d T=%lld renorm=%d scale=%g moe_buf=%zu force_general=%d ctm=%d ctm_ctas=%d "
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
-               "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d\n",
+               "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
+               "gate_seg_filter=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
                c.tune.tiny_max_n, c.tune.decode_pdl, c.route_topk, c.tune.tiny_cluster, c.tune.tiny_warm, c.tune.gtm,
-               c.tune.tiny_op_own, c.tune.wide_rank_unroll);
+               c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter);
       free(h.logits);
       free(h.bias);
       free(h.mask);

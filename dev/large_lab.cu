@@ -617,12 +617,13 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
  * (renormalized softmax: the same weight expressions on every path). */
 typedef struct V6 {
   const char* name;
-  int mid_max, lpr, share;
+  int mid_max, lpr, share, filt;
 } V6;
+/* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone */
 static const V6 V6S[] = {
-    {"auto", 0, 0, 0},      {"old", -1, 32, 0},      {"midoff", -1, 0, 0},   {"lpr32", 0, 32, 0},
-    {"share512", 0, 0, 512}, {"share2048", 0, 0, 2048}, {"share64", 0, 0, 64},  {"share128", 0, 0, 128},
-    {"share256", 0, 0, 256}, {"share1024", 0, 0, 1024},
+    {"auto", 0, 0, 0, 0},       {"old", -1, 32, 0, 0},       {"midoff", -1, 0, 0, 0},   {"lpr32", 0, 32, 0, 0},
+    {"share512", 0, 0, 512, 0}, {"share2048", 0, 0, 2048, 0}, {"share64", 0, 0, 64, 0},  {"share128", 0, 0, 128, 0},
+    {"share256", 0, 0, 256, 0}, {"share1024", 0, 0, 1024, 0}, {"nofilt", 0, 0, 0, -1},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {
@@ -630,6 +631,7 @@ static void set_v6(int v) {
   mr_cuda_tune.mid_max_entries = V6S[v].mid_max;
   mr_cuda_tune.gate_lpr = V6S[v].lpr;
   mr_cuda_tune.mid_share = V6S[v].share;
+  mr_cuda_tune.gate_seg_filter = V6S[v].filt;
 }
 static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
   for (int i = 0; i < NB; ++i)

@@ -91,10 +91,11 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
     const int64_t t = t0 + seg;
     const bool live = t < T;
     uint32_t raw[EPS];
-    mr_load_lane<2, EPS>(p.logits + (live ? t : 0) * p.row_bytes, sl, p.num_experts, ninf, live, raw);
+    const unsigned char* row = p.logits + (live ? t : 0) * p.row_bytes;
+    mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, &id, &w);
     if (live && (int)sl < k) {
       topk_ids[t * k + sl] = id;
       topk_weights[t * k + sl] = w;

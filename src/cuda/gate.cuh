@@ -57,6 +57,12 @@
 #ifndef MOEROUTE_CUDA_GATE_CUH
 #define MOEROUTE_CUDA_GATE_CUH
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <string.h>
+
+#include <type_traits>
+
 #include "cuda/common.cuh"
 
 #define MR_KIND_PACKED 0
@@ -143,6 +149,8 @@ typedef struct mr_gate_p {
   int32_t group_lanes_shift; /* log2(group_lanes) */
   int32_t group_reg_lanes;   /* > 0: every group is exactly this many lanes' registers (a power of two):
                                 group scores by a butterfly, no shared memory */
+  int32_t seg_filter;        /* the segment rows' top L by a filter first (mr_seg_filter_top; knob
+                                gate_seg_filter: on unless -1) */
 } mr_gate_p;
 
 static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_gate_p* p) {
@@ -165,6 +173,7 @@ static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_g
   p->group_lanes = a->group_lanes;
   p->group_lanes_shift = a->group_lanes_shift;
   p->group_reg_lanes = 0;
+  p->seg_filter = mr_cuda_tune.gate_seg_filter >= 0;
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (a->grouped && epl > 0 && a->group_size % epl == 0) {
     const int lpg = a->group_size / epl;
@@ -652,37 +661,137 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
  * sl: the lane within the segment; the segment's lanes are converged (every lane
  * of the warp runs this together).
  */
+/* The selection key's high half of a 16-bit logit (raw: its bits << 16), as mr_gate_packed:
+ * NaN -> -inf, -0 -> +0, then the order-preserving 16 bits. The low half (0xffff - index)
+ * is the caller's. */
+template <int DT>
+__device__ __forceinline__ uint32_t mr_seg_key_hi(uint32_t raw) {
+  const float f =
+      fmaxf(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(raw) : mr_f16hi_to_float(raw), -INFINITY) + 0.0f;
+  const uint32_t b = DT == MOEROUTE_DTYPE_BF16 ? __float_as_uint(f) : mr_float_to_f16hi(f);
+  const uint32_t o = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u);
+  return o & 0xffff0000u;
+}
+
+/* Two 16-bit logits in one word (bf16x2 or f16x2): the lane max, the segment min and the
+ * >= mask of the filter below, in the format's own compares. NaN: max / min return the other
+ * input, >= is false (cuda_bf16.h, cuda_fp16.h). */
+template <int DT>
+struct mr_x2 {
+  typedef typename std::conditional<DT == MOEROUTE_DTYPE_BF16, __nv_bfloat162, __half2>::type T;
+  static __device__ __forceinline__ T v(uint32_t u) {
+    T x;
+    memcpy(&x, &u, 4);
+    return x;
+  }
+  static __device__ __forceinline__ uint32_t u(T x) {
+    uint32_t r;
+    memcpy(&r, &x, 4);
+    return r;
+  }
+  static __device__ __forceinline__ uint32_t max(uint32_t a, uint32_t b) { return u(__hmax2(v(a), v(b))); }
+  static __device__ __forceinline__ uint32_t min(uint32_t a, uint32_t b) { return u(__hmin2(v(a), v(b))); }
+  static __device__ __forceinline__ uint32_t ge(uint32_t a, uint32_t b) { return __hge2_mask(v(a), v(b)); }
+  static __device__ __forceinline__ uint32_t gt(uint32_t a, uint32_t b) { return __hgt2_mask(v(a), v(b)); }
+};
+
+/* The most candidates a lane may hold for the filter below to run (else the warp takes the
+ * sorting network): past ~16 the insertion loop costs what the network does. */
+#define MR_SEG_FILTER_MAX 16u
+
+/* The segment rows' top L by a filter (v20, knob gate_seg_filter): at large T the gate kernel
+ * is bound by the ALU pipe, half of it the sorting network's min / max (docs/perf-log.md v20).
+ * Each of the segment's LPR >= k lanes holds its own maximum, so at least k elements are >= th,
+ * the least of the lanes' maxima, and no element below th can be among the top k. A lane
+ * marks its elements >= th (a 16-bit x2 compare per two elements), reads each marked element
+ * again (from L1: the row was just loaded) and inserts its key into top[] (descending, zeros
+ * below every key: a key's high half is >= ord16(-inf) > 0). Keys carry the element's own
+ * index (0xffff - e), so the butterfly that follows sees the same keys as the network's path
+ * and returns the same top L of the row... the top k of it, which is all the caller reads: a
+ * lane with fewer than L candidates leaves zeros in the tail.
+ *
+ * Returns false (warp-uniform; top[] undefined) where the bound does not hold or would not
+ * pay: a lane whose maximum is -inf or NaN (all its elements -inf / NaN: th says nothing about
+ * the NaN elements, whose key is -inf's), a lane with more than MR_SEG_FILTER_MAX candidates.
+ * The caller then takes the network. Needs every element of every lane in the row (E =
+ * LPR * EPS: no -inf fill) and EPS <= 32 (bit j of the mask: element 2j for j < 16, element
+ * 2(j-16) + 1 above). */
+template <int DT, int EPS, int LPR, int L>
+__device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* raw, const unsigned char* row,
+                                                  uint32_t* top) {
+  static_assert(EPS % 2 == 0 && EPS <= 32, "filter: pairs of elements, 32 bits of mask");
+  typedef mr_x2<DT> X;
+  constexpr int NP = EPS / 2;
+  uint32_t pr[NP]; /* elements 2i (low half) and 2i + 1 (high half) */
+#pragma unroll
+  for (int i = 0; i < NP; ++i) pr[i] = __byte_perm(raw[2 * i], raw[2 * i + 1], 0x7632);
+  uint32_t mx[NP];
+#pragma unroll
+  for (int i = 0; i < NP; ++i) mx[i] = pr[i];
+#pragma unroll
+  for (int w = 1; w < NP; w *= 2) /* a balanced tree */
+#pragma unroll
+    for (int i = 0; i + w < NP; i += 2 * w) mx[i] = X::max(mx[i], mx[i + w]);
+  uint32_t th = X::max(mx[0], __byte_perm(mx[0], 0u, 0x1032)); /* the lane max, in both halves */
+  const uint32_t ninf2 = DT == MOEROUTE_DTYPE_BF16 ? 0xff80ff80u : 0xfc00fc00u;
+  bool ok = X::gt(th, ninf2) == 0xffffffffu;
+#pragma unroll
+  for (int off = LPR / 2; off > 0; off >>= 1) th = X::min(th, __shfl_xor_sync(MR_FULL_MASK, th, off));
+  uint32_t acc = 0u;
+#pragma unroll
+  for (int i = 0; i < NP; ++i) acc |= X::ge(pr[i], th) & (0x00010001u << i);
+  ok = ok && (uint32_t)__popc(acc) <= MR_SEG_FILTER_MAX;
+  if (!__all_sync(MR_FULL_MASK, ok)) return false;
+#pragma unroll
+  for (int i = 0; i < L; ++i) top[i] = 0u;
+  const unsigned short* rp = reinterpret_cast<const unsigned short*>(row) + sl * (uint32_t)EPS;
+  const uint32_t inv0 = 0xffffu - sl * (uint32_t)EPS;
+#pragma unroll 1
+  while (acc != 0u) {
+    const uint32_t j = (uint32_t)__ffs(acc) - 1u;
+    acc &= acc - 1u;
+    const uint32_t r = ((j & 15u) << 1) | (j >> 4);
+    uint32_t key = mr_seg_key_hi<DT>((uint32_t)__ldg(rp + r) << 16) + (inv0 - r);
+#pragma unroll
+    for (int i = 0; i < L; ++i) {
+      const uint32_t h = mr_kmax(top[i], key);
+      key = top[i] ^ key ^ h; /* the smaller */
+      top[i] = h;
+    }
+  }
+  __syncwarp();
+  return true;
+}
+
 template <int DT, int EPS, int LPR, int L>
 __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t sl, const uint32_t* raw,
-                                                   int32_t* out_id, float* out_w) {
+                                                   const unsigned char* row, int32_t* out_id, float* out_w) {
   static_assert(EPS % L == 0 && L <= LPR && (LPR & (LPR - 1)) == 0 && LPR <= 32, "segment shape");
   constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
   constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
   uint32_t top[L];
+  bool filtered = false;
+  if constexpr (EPS <= 32)
+    if (p.seg_filter && p.num_experts == LPR * EPS) /* uniform */
+      filtered = mr_seg_filter_top<DT, EPS, LPR, L>(sl, raw, row, top);
+  if (!filtered) {
 #pragma unroll
-  for (int c = 0; c < EPS / L; ++c) {
-    uint32_t t[L];
+    for (int c = 0; c < EPS / L; ++c) {
+      uint32_t t[L];
 #pragma unroll
-    for (int i = 0; i < L; ++i) {
-      const int r = c * L + i;
-      /* as mr_gate_packed: NaN -> -inf, -0 -> +0, then the order-preserving 16 bits */
-      const float f =
-          fmaxf(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(raw[r]) : mr_f16hi_to_float(raw[r]), -INFINITY) + 0.0f;
-      const uint32_t b = DT == MOEROUTE_DTYPE_BF16 ? __float_as_uint(f) : mr_float_to_f16hi(f);
-      const uint32_t o = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u);
-      t[i] = (o & 0xffff0000u) + (0xffffu - (uint32_t)r);
+      for (int i = 0; i < L; ++i) t[i] = mr_seg_key_hi<DT>(raw[c * L + i]) + (0xffffu - (uint32_t)(c * L + i));
+      mr_sort_desc<uint32_t, L>(t);
+      if (c == 0) {
+#pragma unroll
+        for (int i = 0; i < L; ++i) top[i] = t[i];
+      } else {
+        mr_merge_top<uint32_t, L>(top, t);
+      }
     }
-    mr_sort_desc<uint32_t, L>(t);
-    if (c == 0) {
+    const uint32_t shift = sl * (uint32_t)EPS; /* e = sl*EPS + r: the low half becomes 0xffff - e */
 #pragma unroll
-      for (int i = 0; i < L; ++i) top[i] = t[i];
-    } else {
-      mr_merge_top<uint32_t, L>(top, t);
-    }
+    for (int i = 0; i < L; ++i) top[i] -= shift;
   }
-  const uint32_t shift = sl * (uint32_t)EPS; /* e = sl*EPS + r: the low half becomes 0xffff - e */
-#pragma unroll
-  for (int i = 0; i < L; ++i) top[i] -= shift;
 #pragma unroll
   for (int off = LPR / 2; off > 0; off >>= 1) {
     uint32_t b[L];

@@ -70,10 +70,11 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
     const uint32_t t = tb + seg;
     const bool live = t < t1;
     uint32_t raw[EPS];
-    mr_load_lane<2, EPS>(p.logits + (size_t)(live ? t : t0) * p.row_bytes, sl, p.num_experts, ninf, live, raw);
+    const unsigned char* row = p.logits + (size_t)(live ? t : t0) * p.row_bytes;
+    mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, &id, &w);
     if (live && (int)sl < p.top_k) mr_gtm_g_emit(g, sm, en, t0, t, sl, id, w, topk_ids, topk_weights);
   }
   mr_gtm_k1_publish(g, sm);

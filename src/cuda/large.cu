@@ -420,10 +420,11 @@ __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const
     const int64_t t = tb + seg;
     const bool live = t < t1;
     uint32_t raw[EPS];
-    mr_load_lane<2, EPS>(g.logits + (live ? t : t0) * g.row_bytes, sl, g.num_experts, ninf, live, raw);
+    const unsigned char* row = g.logits + (live ? t : t0) * g.row_bytes;
+    mr_load_lane<2, EPS>(row, sl, g.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, row, &id, &w);
     mr_large_rank_emit(La, wc, live && sl < k, id, w, t * (int64_t)k + sl, lt, nb, topk_ids, topk_weights);
   }
   __syncthreads(); /* every warp's counters final */

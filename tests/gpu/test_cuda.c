@@ -2076,7 +2076,9 @@ static void group_special(void) {
    * from T = 1024 (k <= 4) or 2048; gate.cu) and the mid sort (T*k up to 16384, mid.cu) on
    * ties, NaN/inf and extremes, fp16 and bf16, with and without renormalize */
   static const struct { int32_t E, k; } seg[] = {{8, 2}, {60, 4}, {128, 4}, {200, 7}, {256, 8}, {160, 4}, {256, 2}, {128, 8}};
-  static const logits_kind seg_kinds[] = {LG_TIES, LG_NONFINITE, LG_EXTREME};
+  /* LG_UNIFORM and LG_GAUSS: rows where gate.cuh's filter (v20) keeps a few candidates per lane
+   * (bf16's exact ties among them); LG_TIES: many candidates, the network's fallback */
+  static const logits_kind seg_kinds[] = {LG_TIES, LG_NONFINITE, LG_EXTREME, LG_UNIFORM, LG_GAUSS};
   for (int ki = 0; ki < NUM(seg_kinds); ki++)
     for (int si = 0; si < NUM(seg); si++)
       for (int v = 0; v < 4; v++) {
