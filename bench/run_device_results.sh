@@ -50,10 +50,12 @@ if [ "${WIDE_LAB:-0}" = 1 ]; then
   for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do echo "== $t"; tail -4 $O/ts_$t.txt; rm -f $O/ts_$t.txt; done > $O/wide_lab_tsort_sanitize.log 2>&1
   LABLOGS="$LABLOGS wide_lab_tsort_sanitize.log"
 fi
-# optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with its variant 10 (nofilt): the segment rows with
-# and without gate.cuh's filter (v20), every output bit for bit, gate / route / sort timed side by side
+# optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with its variant 10 (nofilt): the segment rows by
+# the automatic rule and without gate.cuh's filter (v20), every output bit for bit, gate / route / route + buf /
+# sort timed side by side; then variant 11 (the filter at every T) checked bit for bit, untimed
 if [ "${FILT_LAB:-0}" = 1 ] && [ -x $B/large_lab ]; then
   timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant 10 > $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
+  timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant 11 --v6-notime >> $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
   LABLOGS="$LABLOGS large_lab_filt.log"
 fi
 # optional (CUDA_CHECK=N): dev/cuda_check, N random configurations with the lab knobs drawn

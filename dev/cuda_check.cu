@@ -256,7 +256,7 @@ static void gen_case(Case* c) {
   c->tune.gtm = pick(Gt, 6);
   c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
   c->tune.wide_rank_unroll = irand(3) - 1; /* the grouped wide rows' group ranks unrolled (v17): off / auto / on */
-  c->tune.gate_seg_filter = irand(2) - 1; /* the segment rows' filter before the network (v20): never / auto */
+  c->tune.gate_seg_filter = irand(3) - 1; /* the segment rows' filter before the network (v20): never / auto / always */
 }
 
 static void gen_inputs(const Case* c, Host* h) {

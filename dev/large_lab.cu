@@ -619,11 +619,13 @@ typedef struct V6 {
   const char* name;
   int mid_max, lpr, share, filt;
 } V6;
-/* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone */
+/* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone; filt (11):
+ * the filter at every T (its automatic rule: gate.cuh mr_seg_filter_on) */
 static const V6 V6S[] = {
     {"auto", 0, 0, 0, 0},       {"old", -1, 32, 0, 0},       {"midoff", -1, 0, 0, 0},   {"lpr32", 0, 32, 0, 0},
     {"share512", 0, 0, 512, 0}, {"share2048", 0, 0, 2048, 0}, {"share64", 0, 0, 64, 0},  {"share128", 0, 0, 128, 0},
     {"share256", 0, 0, 256, 0}, {"share1024", 0, 0, 1024, 0}, {"nofilt", 0, 0, 0, -1},
+    {"filt", 0, 0, 0, 1},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {
@@ -698,6 +700,7 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   if (!g_v6_notime) spin_kernel<<<264, 128, 0, s>>>(20000000ull);
   const double ms = g_v6_notime ? 0.0 : time_op(OP_MEMSET, &p, &bu, s);
   for (int v = 0; v < NV6 && !g_v6_notime; ++v) {
+    if (g_v6_variant >= 0 && v != 0 && v != g_v6_variant) continue; /* --v6-variant: auto and that one */
     set_v6(v);
     const double g = time_op(OP_GATE, &pn, &bn, s);
     const double rn = time_op(OP_ROUTE, &pn, &bn, s);

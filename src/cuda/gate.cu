@@ -329,6 +329,8 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
   if (cfg->num_tokens == 0) return cudaSuccess;
   mr_gate_p p;
   mr_gate_p_init(a, cfg->dtype, &p);
+  if ((clear_bytes > 0 || mr_gate_threads_cap != 0) && mr_cuda_tune.gate_seg_filter <= 0)
+    p.seg_filter = 0; /* beside a clear the filter loses (gate.cuh MR_SEG_FILTER_T_GATE) */
   const uint32_t sw = mr_gate_scratch_words(a);
   const int epl = mr_cuda_epl_bucket(cfg->num_experts);
   const int kind = mr_gate_kind(a, cfg->dtype);

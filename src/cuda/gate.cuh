@@ -149,9 +149,29 @@ typedef struct mr_gate_p {
   int32_t group_lanes_shift; /* log2(group_lanes) */
   int32_t group_reg_lanes;   /* > 0: every group is exactly this many lanes' registers (a power of two):
                                 group scores by a butterfly, no shared memory */
-  int32_t seg_filter;        /* the segment rows' top L by a filter first (mr_seg_filter_top; knob
-                                gate_seg_filter: on unless -1) */
+  int32_t seg_filter;        /* the segment rows' top L by a filter first (mr_seg_filter_top, where
+                                E = LPR * EPS): mr_seg_filter_on */
 } mr_gate_p;
+
+/* Where the segment rows take the filter (mr_seg_filter_top, v20) by default: results run 31
+ * (bench/results/run31/large_lab_filt.log, H100, kernel metric, filter / network, bits equal).
+ *  - the gate kernel: DeepSeek-R1 softmax T = 2048 / 4096 / 8192 / 16384 / 32768 / 65536
+ *    3.44 / 3.71 / 5.66 / 7.61 / 12.07 / 22.49 us against 2.52 / 2.99 / 5.87 / 7.38 / 13.31 /
+ *    25.87; GPT-OSS-120B from T = 1024 to 65536 +0.66 ... +0.05 up to 16384, then 5.49 / 8.73
+ *    against 5.88 / 10.09. Its registers go 64 -> 80 (fewer warps per SM) and each candidate
+ *    adds a dependent L1 load: a row's chain is longer, the ALU work shorter, so it pays only
+ *    once the rows fill the GPU many times over: from T = 32768.
+ *  - route's L1 by segments (large.cu, capped at 80 registers either way): DeepSeek-R1 softmax
+ *    route without moe_buf T = 16384 / 32768 20.74 / 34.30 against 21.54 / 35.71: from 16384.
+ *  - with a moe_buf (the gate launch capped beside P, or clearing a share): route + buf
+ *    T = 16384 / 65536 87.81 / 353.92 against 84.24 / 350.69: never (mr_cuda_launch_gate_clear). */
+#define MR_SEG_FILTER_T_GATE 32768
+#define MR_SEG_FILTER_T_L1 16384
+/* knob gate_seg_filter: 0 = the rule above (from_t), 1 = wherever E = LPR * EPS, -1 = never */
+static inline int32_t mr_seg_filter_on(int64_t T, int64_t from_t) {
+  const int knob = mr_cuda_tune.gate_seg_filter;
+  return knob > 0 || (knob == 0 && T >= from_t);
+}
 
 static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_gate_p* p) {
   memset(p, 0, sizeof *p);
@@ -173,7 +193,7 @@ static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_g
   p->group_lanes = a->group_lanes;
   p->group_lanes_shift = a->group_lanes_shift;
   p->group_reg_lanes = 0;
-  p->seg_filter = mr_cuda_tune.gate_seg_filter >= 0;
+  p->seg_filter = mr_seg_filter_on(a->num_tokens, MR_SEG_FILTER_T_GATE);
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (a->grouped && epl > 0 && a->group_size % epl == 0) {
     const int lpg = a->group_size / epl;
