@@ -390,7 +390,7 @@ typedef struct mr_cuda_tuning {
                             gtm_gate.cu) pick their top L through a filter by the least of the lanes' maxima before
                             the sorting network (gate.cuh mr_seg_filter_top, v20), where E = LPR * EPS: 0 = auto
                             (gate.cuh mr_seg_filter_on: the gate kernel from T = 32768 without a clear beside it,
-                            the L1 by segments from 16384), 1 = at every T, -1 = never */
+                            the L1 by segments from T*k = 131072), 1 = at every T, -1 = never */
   int gtm_probe;         /* lab probes of gtm's K2: 2 = its expert CTAs return after their PDL wait (the launches
                             alone; WRONG outputs), 3 = %globaltimer stamps of its phases in the spare words of the
                             status lines (outputs right) */

@@ -162,15 +162,18 @@ typedef struct mr_gate_p {
  *    adds a dependent L1 load: a row's chain is longer, the ALU work shorter, so it pays only
  *    once the rows fill the GPU many times over: from T = 32768.
  *  - route's L1 by segments (large.cu, capped at 80 registers either way): DeepSeek-R1 softmax
- *    route without moe_buf T = 16384 / 32768 20.74 / 34.30 against 21.54 / 35.71: from 16384.
+ *    (k = 8) route without moe_buf T = 16384 / 32768 20.74 / 34.30 against 21.54 / 35.71, but
+ *    GPT-OSS-120B (k = 4, 4 lanes per row) T = 16384 13.76 / 13.49 and 32768 19.84 / 20.28 (run 32:
+ *    16384 13.74 / 13.39): from T*k = 131072.
  *  - with a moe_buf (the gate launch capped beside P, or clearing a share): route + buf
  *    T = 16384 / 65536 87.81 / 353.92 against 84.24 / 350.69: never (mr_cuda_launch_gate_clear). */
 #define MR_SEG_FILTER_T_GATE 32768
-#define MR_SEG_FILTER_T_L1 16384
-/* knob gate_seg_filter: 0 = the rule above (from_t), 1 = wherever E = LPR * EPS, -1 = never */
-static inline int32_t mr_seg_filter_on(int64_t T, int64_t from_t) {
+#define MR_SEG_FILTER_N_L1 131072 /* T*k */
+/* knob gate_seg_filter: 0 = the rule above (n: T for the gate kernel, T*k for the L1, at least
+ * from), 1 = wherever E = LPR * EPS, -1 = never */
+static inline int32_t mr_seg_filter_on(int64_t n, int64_t from) {
   const int knob = mr_cuda_tune.gate_seg_filter;
-  return knob > 0 || (knob == 0 && T >= from_t);
+  return knob > 0 || (knob == 0 && n >= from);
 }
 
 static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_gate_p* p) {

@@ -1288,7 +1288,7 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
     }
     mr_gate_p g;
     mr_gate_p_init(a, cfg->dtype, &g);
-    g.seg_filter = mr_seg_filter_on(cfg->num_tokens, MR_SEG_FILTER_T_L1); /* gate.cuh */
+    g.seg_filter = mr_seg_filter_on(cfg->num_tokens * cfg->top_k, MR_SEG_FILTER_N_L1); /* gate.cuh */
     const size_t ssm = (size_t)spc * (size_t)cfg->num_experts * 4u; /* <= 16 KB */
     const int epl = mr_cuda_epl_bucket(cfg->num_experts);
     const mr_l_seg_launcher launch = {&g, &L, topk_ids, wts, ssm, stream};
