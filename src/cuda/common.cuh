@@ -386,8 +386,8 @@ typedef struct mr_cuda_tuning {
                             point and route's sort wherever it fits (route: gate kernel, K1, K2), 2 = the sort
                             entry point only, 3 = as 1 with route's gating inside K1 for PACKED rows
                             (gtm_gate.cu: gate + masks, then K2) */
-  int gate_seg_filter;   /* the 16-bit softmax segment rows (gate.cu's segment kernel, large.cu's L1 by segments,
-                            gtm_gate.cu) pick their top L through a filter by the least of the lanes' maxima before
+  int gate_seg_filter;   /* the 16-bit softmax segment rows (gate.cu's segment kernel, large.cu's L1 by segments;
+                            not gtm_gate.cu's lab path) pick their top L through a filter by the least of the lanes' maxima before
                             the sorting network (gate.cuh mr_seg_filter_top, v20), where E = LPR * EPS: 0 = auto
                             (gate.cuh mr_seg_filter_on: the gate kernel from T = 32768 without a clear beside it,
                             the L1 by segments from T*k = 131072), 1 = at every T, -1 = never */

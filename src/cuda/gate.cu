@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
 template <int DT, int EPS, int LPR, int L>
 __global__ void __launch_bounds__(MR_SEG_THREADS)
     mr_gate_seg_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
-                       unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas) {
+                       unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas, int filt) {
   mr_pdl_enter();
   if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
   constexpr int RPW = 32 / LPR; /* rows per warp step */
@@ -95,7 +95,7 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
     mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, filt != 0, &id, &w);
     if (live && (int)sl < k) {
       topk_ids[t * k + sl] = id;
       topk_weights[t * k + sl] = w;
@@ -130,7 +130,7 @@ extern "C" int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* 
 
 template <int DT, int EPS, int LPR, int L>
 static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float* topk_weights,
-                                   unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
+                                   unsigned char* clear_buf, size_t clear_bytes, int filt, cudaStream_t stream) {
   constexpr int RPC = (MR_SEG_THREADS / 32) * (32 / LPR); /* rows per CTA step */
   const int64_t grid = mr_gate_grid((p->num_tokens + RPC - 1) / RPC, (int64_t)mr_cuda_sm_count() * 16, MR_SEG_THREADS);
   const unsigned clear = clear_bytes > 0 ? (unsigned)mr_cuda_clear_ctas(clear_bytes, MR_SEG_THREADS) : 0u;
@@ -139,7 +139,7 @@ static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float*
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_seg_kernel<DT, EPS, LPR, L>, *p, topk_ids, topk_weights, clear_buf,
-                            clear_bytes, clear));
+                            clear_bytes, clear, filt));
   return cudaSuccess;
 }
 
@@ -150,10 +150,11 @@ struct mr_seg_launcher {
   float* topk_weights;
   unsigned char* clear_buf;
   size_t clear_bytes;
+  int filt; /* gate.cuh mr_gate_packed_seg's filter (v20) */
   cudaStream_t stream;
   template <int DT, int EPS, int LPR, int L>
   cudaError_t run() const {
-    return mr_launch_seg_t<DT, EPS, LPR, L>(p, topk_ids, topk_weights, clear_buf, clear_bytes, stream);
+    return mr_launch_seg_t<DT, EPS, LPR, L>(p, topk_ids, topk_weights, clear_buf, clear_bytes, filt, stream);
   }
 };
 
@@ -329,14 +330,15 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
   if (cfg->num_tokens == 0) return cudaSuccess;
   mr_gate_p p;
   mr_gate_p_init(a, cfg->dtype, &p);
-  if ((clear_bytes > 0 || mr_gate_threads_cap != 0) && mr_cuda_tune.gate_seg_filter <= 0)
-    p.seg_filter = 0; /* beside a clear the filter loses (gate.cuh MR_SEG_FILTER_T_GATE) */
   const uint32_t sw = mr_gate_scratch_words(a);
   const int epl = mr_cuda_epl_bucket(cfg->num_experts);
   const int kind = mr_gate_kind(a, cfg->dtype);
   const int lpr = mr_gate_seg_lpr(cfg, kind);
   if (lpr != 0) {
-    const mr_seg_launcher launch = {&p, topk_ids, topk_weights, clear_buf, clear_bytes, stream};
+    /* the filter (gate.cuh mr_seg_filter_on), never beside a clear unless the knob forces it */
+    const int beside = (clear_bytes > 0 || mr_gate_threads_cap != 0) && mr_cuda_tune.gate_seg_filter <= 0;
+    const int filt = !beside && mr_seg_filter_on(cfg->num_tokens, MR_SEG_FILTER_T_GATE);
+    const mr_seg_launcher launch = {&p, topk_ids, topk_weights, clear_buf, clear_bytes, filt, stream};
     if (cfg->dtype == MOEROUTE_DTYPE_BF16)
       return mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, launch);
     return mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, launch);

@@ -149,9 +149,8 @@ typedef struct mr_gate_p {
   int32_t group_lanes_shift; /* log2(group_lanes) */
   int32_t group_reg_lanes;   /* > 0: every group is exactly this many lanes' registers (a power of two):
                                 group scores by a butterfly, no shared memory */
-  int32_t seg_filter;        /* the segment rows' top L by a filter first (mr_seg_filter_top, where
-                                E = LPR * EPS): mr_seg_filter_on */
-} mr_gate_p;
+} mr_gate_p; /* the segment kernels' filter flag (v20) is an argument of theirs, not a field here: a
+                field would move the decode kernels' parameters (results runs 31 - 32: +0.05 us) */
 
 /* Where the segment rows take the filter (mr_seg_filter_top, v20) by default: results run 31
  * (bench/results/run31/large_lab_filt.log, H100, kernel metric, filter / network, bits equal).
@@ -196,7 +195,6 @@ static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_g
   p->group_lanes = a->group_lanes;
   p->group_lanes_shift = a->group_lanes_shift;
   p->group_reg_lanes = 0;
-  p->seg_filter = mr_seg_filter_on(a->num_tokens, MR_SEG_FILTER_T_GATE);
   const int epl = mr_cuda_epl_bucket(a->num_experts);
   if (a->grouped && epl > 0 && a->group_size % epl == 0) {
     const int lpg = a->group_size / epl;
@@ -788,14 +786,15 @@ __device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* r
 
 template <int DT, int EPS, int LPR, int L>
 __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t sl, const uint32_t* raw,
-                                                   const unsigned char* row, int32_t* out_id, float* out_w) {
+                                                   const unsigned char* row, bool filt, int32_t* out_id,
+                                                   float* out_w) {
   static_assert(EPS % L == 0 && L <= LPR && (LPR & (LPR - 1)) == 0 && LPR <= 32, "segment shape");
   constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
   constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
   uint32_t top[L];
   bool filtered = false;
   if constexpr (EPS <= 32)
-    if (p.seg_filter && p.num_experts == LPR * EPS) /* uniform */
+    if (filt && p.num_experts == LPR * EPS) /* uniform (filt: the launch's, mr_seg_filter_on) */
       filtered = mr_seg_filter_top<DT, EPS, LPR, L>(sl, raw, row, top);
   if (!filtered) {
 #pragma unroll

@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
     mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, false, &id, &w); /* no filter (lab path) */
     if (live && (int)sl < p.top_k) mr_gtm_g_emit(g, sm, en, t0, t, sl, id, w, topk_ids, topk_weights);
   }
   mr_gtm_k1_publish(g, sm);

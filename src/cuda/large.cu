@@ -400,7 +400,7 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
  * registers left no room beside it for L2's and L3's early CTAs), so the cap is 80. */
 template <int DT, int EPS, int LPR, int L, int NW>
 __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const mr_large_args& La,
-                                                       int32_t* topk_ids, float* topk_weights) {
+                                                       int32_t* topk_ids, float* topk_weights, bool filt) {
   mr_pdl_launch_dependents();
   extern __shared__ __align__(16) uint32_t mr_l1s_smem[];
   constexpr int RPW = 32 / LPR;
@@ -424,7 +424,7 @@ __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const
     mr_load_lane<2, EPS>(row, sl, g.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, row, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, row, filt, &id, &w);
     mr_large_rank_emit(La, wc, live && sl < k, id, w, t * (int64_t)k + sl, lt, nb, topk_ids, topk_weights);
   }
   __syncthreads(); /* every warp's counters final */
@@ -436,8 +436,8 @@ __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const
 template <int DT, int EPS, int LPR, int L>
 __global__ void __launch_bounds__(MR_LT, 3)
     mr_large_seg_gate_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
-                             int32_t* topk_ids, float* topk_weights) {
-  mr_large_seg_gate_body<DT, EPS, LPR, L, MR_LW>(g, La, topk_ids, topk_weights);
+                             int32_t* topk_ids, float* topk_weights, int filt) {
+  mr_large_seg_gate_body<DT, EPS, LPR, L, MR_LW>(g, La, topk_ids, topk_weights, filt != 0);
 }
 #if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
 #define MR_L_WIDE_BOUNDS __maxnreg__(80)
@@ -447,8 +447,8 @@ __global__ void __launch_bounds__(MR_LT, 3)
 template <int DT, int EPS, int LPR, int L>
 __global__ void MR_L_WIDE_BOUNDS
     mr_large_seg_gate_wide_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
-                                  int32_t* topk_ids, float* topk_weights) {
-  mr_large_seg_gate_body<DT, EPS, LPR, L, 2 * MR_LW>(g, La, topk_ids, topk_weights);
+                                  int32_t* topk_ids, float* topk_weights, int filt) {
+  mr_large_seg_gate_body<DT, EPS, LPR, L, 2 * MR_LW>(g, La, topk_ids, topk_weights, filt != 0);
 }
 
 /* ---- L1: rank (sort) ------------------------------------------------------------------ */
@@ -1018,6 +1018,7 @@ struct mr_l_seg_launcher {
   int32_t* topk_ids;
   float* topk_weights;
   size_t smem;
+  int filt; /* gate.cuh mr_gate_packed_seg's filter (v20) */
   cudaStream_t stream;
   template <int DT, int EPS, int LPR, int L>
   cudaError_t run() const {
@@ -1025,9 +1026,10 @@ struct mr_l_seg_launcher {
     cudaLaunchConfig_t lc = mr_launch_config(La->chunks, wide ? 2 * MR_LT : MR_LT, smem, stream); /* no PDL: the
                                                                                            logits' producer */
     if (wide)
-      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_wide_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_wide_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights,
+                                filt));
     else
-      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights));
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights, filt));
     return cudaSuccess;
   }
 };
@@ -1288,10 +1290,10 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
     }
     mr_gate_p g;
     mr_gate_p_init(a, cfg->dtype, &g);
-    g.seg_filter = mr_seg_filter_on(cfg->num_tokens * cfg->top_k, MR_SEG_FILTER_N_L1); /* gate.cuh */
     const size_t ssm = (size_t)spc * (size_t)cfg->num_experts * 4u; /* <= 16 KB */
     const int epl = mr_cuda_epl_bucket(cfg->num_experts);
-    const mr_l_seg_launcher launch = {&g, &L, topk_ids, wts, ssm, stream};
+    const int filt = mr_seg_filter_on(cfg->num_tokens * cfg->top_k, MR_SEG_FILTER_N_L1); /* gate.cuh */
+    const mr_l_seg_launcher launch = {&g, &L, topk_ids, wts, ssm, filt, stream};
     err = cfg->dtype == MOEROUTE_DTYPE_BF16 ? mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, cfg->top_k, launch)
                                             : mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, cfg->top_k, launch);
   } else {
