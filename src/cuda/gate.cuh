@@ -727,9 +727,9 @@ struct mr_x2 {
  * marks its elements >= th (a 16-bit x2 compare per two elements), reads each marked element
  * again (from L1: the row was just loaded) and inserts its key into top[] (descending, zeros
  * below every key: a key's high half is >= ord16(-inf) > 0). Keys carry the element's own
- * index (0xffff - e), so the butterfly that follows sees the same keys as the network's path
- * and returns the same top L of the row... the top k of it, which is all the caller reads: a
- * lane with fewer than L candidates leaves zeros in the tail.
+ * index (0xffff - e), the same keys as the network's path, so the butterfly that follows
+ * returns the row's same top k in the same order. Positions k .. L-1 may differ (a lane with
+ * fewer than L candidates leaves zeros there); no caller reads them.
  *
  * Returns false (warp-uniform; top[] undefined) where the bound does not hold or would not
  * pay: a lane whose maximum is -inf or NaN (all its elements -inf / NaN: th says nothing about
