@@ -50,18 +50,21 @@ if [ "${WIDE_LAB:-0}" = 1 ]; then
   for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do echo "== $t"; tail -4 $O/ts_$t.txt; rm -f $O/ts_$t.txt; done > $O/wide_lab_tsort_sanitize.log 2>&1
   LABLOGS="$LABLOGS wide_lab_tsort_sanitize.log"
 fi
-# optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with its variant 10 (nofilt): the segment rows by
-# the automatic rule and without gate.cuh's filter (v20), every output bit for bit, gate / route / route + buf /
-# sort timed side by side; then variant 11 (the filter at every T) checked bit for bit, untimed
+# optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with the variants FILT_VARIANTS (default 10 - 15:
+# the network alone, v20's filter at every T, v21's packed forms; large_lab.cu V6S): every output of each
+# bit for bit against the automatic default's, then gate / route / route + buf / sort timed side by side
 if [ "${FILT_LAB:-0}" = 1 ] && [ -x $B/large_lab ]; then
-  timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant 10 > $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
-  timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant 11 --v6-notime >> $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
+  timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant ${FILT_VARIANTS:-10,11,12,13,14,15} > $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
   LABLOGS="$LABLOGS large_lab_filt.log"
 fi
 # optional (CUDA_CHECK=N): dev/cuda_check, N random configurations with the lab knobs drawn
 if [ "${CUDA_CHECK:-0}" -gt 0 ]; then
   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/cuda_check.cu $B/libmoeroute.a -o $B/cuda_check >> $O/build.log 2>&1
-  ( timeout 150 $B/cuda_check --configs $CUDA_CHECK --no-time > $O/cuda_check.log 2>&1; echo "rc=$?" >> $O/cuda_check.log ) &
+  ( timeout 150 $B/cuda_check --configs $CUDA_CHECK --no-time > $O/cuda_check.log 2>&1; echo "rc=$?" >> $O/cuda_check.log
+    # optional (SEG_CHECK=N): N more configurations on the segment rows alone (cuda_check --seg)
+    if [ "${SEG_CHECK:-0}" -gt 0 ]; then
+      timeout 120 $B/cuda_check --seg --seed 2 --configs $SEG_CHECK --no-time >> $O/cuda_check.log 2>&1; echo "seg rc=$?" >> $O/cuda_check.log
+    fi ) &
   LABLOGS="$LABLOGS cuda_check.log"
 fi
 # optional (VERIFY_SEEDS="2 3"): moeroute verify --count ${VERIFY_COUNT:-800} per seed, in parallel,
@@ -87,7 +90,7 @@ tail -2 $O/scaling.log; grep -E "\| (1024|16384|65536) \|" $O/h200-scaling.md | 
 for f in $LABLOGS; do grep -E "check:|MISMATCH|FAIL" $O/$f | head -3; sed -n '/kernel metric/,$p' $O/$f; done
 [ -f $O/large_lab_filt.log ] && grep -E "^v6 (deepseek-r1-softmax|gpt-oss-120b) +T= *(4096|16384|65536) " $O/large_lab_filt.log | sed -E 's/  +/ /g' 
 for sd in ${VERIFY_SEEDS:-}; do echo "verify seed $sd: $(tail -2 $O/verify_$sd.log | tr '\n' ' ')"; done
-[ "${CUDA_CHECK:-0}" -gt 0 ] && tail -3 $O/cuda_check.log
+[ "${CUDA_CHECK:-0}" -gt 0 ] && grep -E "^check:|rc=" $O/cuda_check.log
 [ -f $O/wide_lab_tsort_sanitize.log ] && grep -E "==|SUMMARY|rc=" $O/wide_lab_tsort_sanitize.log
 [ -f $O/large_lab_sanitize.log ] && { echo "large_lab check: $(grep -c '^ok' $O/large_lab_check.log) ok, $(tail -2 $O/large_lab_check.log | tr '\n' ' ')"; grep -E "==|SUMMARY|rc=" $O/large_lab_sanitize.log; }
 cat $O/env.log

@@ -257,6 +257,37 @@ static void gen_case(Case* c) {
   c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
   c->tune.wide_rank_unroll = irand(3) - 1; /* the grouped wide rows' group ranks unrolled (v17): off / auto / on */
   c->tune.gate_seg_filter = irand(3) - 1; /* the segment rows' filter before the network (v20): never / auto / always */
+  c->tune.gate_seg_form = irand(3); /* the segment rows' form (v21): unpacked / packed pairs / packed, tight bound */
+}
+
+/* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:
+ * 16-bit softmax without bias or groups, E <= 256, k <= 8), their lanes per row forced (4, 8, 16)
+ * at any T, route forced onto the large path with its L1 by segments (the same row form as the gate
+ * kernel, so that the check of route's top-k against the gate kernel's holds bit for bit), the
+ * filter and the form drawn, rows of ties, non-finite values and uniform values (bf16: exact ties) */
+static int g_seg_focus = 0;
+static void seg_focus(Case* c) {
+  static const int Es[] = {8, 16, 32, 60, 64, 100, 128, 128, 160, 200, 256, 256};
+  static const int Ts[] = {1, 2, 7, 31, 32, 33, 100, 257, 1000, 2048, 4100, 8192};
+  moeroute_params* p = &c->p;
+  p->num_experts = pick(Es, sizeof Es / sizeof *Es);
+  int k = 1 + irand(8);
+  if (k > p->num_experts) k = p->num_experts;
+  p->top_k = k;
+  p->num_tokens = pick(Ts, sizeof Ts / sizeof *Ts);
+  p->logits_dtype = urand() < 0.5 ? MOEROUTE_DTYPE_BF16 : MOEROUTE_DTYPE_FP16;
+  p->score = MOEROUTE_SCORE_SOFTMAX;
+  p->logits_row_stride = urand() < 0.3 ? p->num_experts + irand(8) : 0; /* odd strides: unaligned rows */
+  p->num_groups = 1; /* no grouped selection */
+  p->topk_groups = 1;
+  c->has_bias = 0;
+  if (p->moe_buf_bytes > (size_t)p->num_tokens * 7168u * 2u) p->moe_buf_bytes = (size_t)p->num_tokens * 64u;
+  c->tune.force_general = 1;
+  c->tune.large_seg = 1;
+  static const int Lp[] = {4, 8, 8, 16};
+  c->tune.gate_lpr = k <= 4 ? pick(Lp, 4) : 8 + 8 * irand(2);
+  c->tune.gate_seg_filter = irand(2) ? 1 : irand(3) - 1;
+  c->tune.gate_seg_form = irand(3);
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -843,8 +874,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--quick-time")) quick_time = 1;
     else if (!strcmp(argv[i], "-v")) g_verbose = 1;
     else if (!strcmp(argv[i], "--dry") && i + 1 < argc) dry = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--seg")) g_seg_focus = 1;
     else {
-      fprintf(stderr, "usage: cuda_check [--configs N] [--seed S] [--no-time] [--no-check] [--quick-time] [-v] [--dry N]\n");
+      fprintf(stderr,
+              "usage: cuda_check [--configs N] [--seed S] [--no-time] [--no-check] [--quick-time] [-v] [--dry N] [--seg]\n");
       return 2;
     }
   }
@@ -853,6 +886,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i <= dry; ++i) {
       Case c;
       gen_case(&c);
+      if (g_seg_focus) seg_focus(&c);
       Host h;
       gen_inputs(&c, &h);
       const int64_t n = c.p.num_tokens * c.p.top_k;
@@ -866,12 +900,12 @@ int main(int argc, char** argv) {
         printf("case %d: E=%d k=%d T=%lld renorm=%d scale=%g moe_buf=%zu force_general=%d ctm=%d ctm_ctas=%d "
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
-               "gate_seg_filter=%d\n",
+               "gate_seg_filter=%d gate_seg_form=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
                c.tune.tiny_max_n, c.tune.decode_pdl, c.route_topk, c.tune.tiny_cluster, c.tune.tiny_warm, c.tune.gtm,
-               c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter);
+               c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form);
       free(h.logits);
       free(h.bias);
       free(h.mask);
@@ -891,6 +925,7 @@ int main(int argc, char** argv) {
     for (int i = 0; i < configs; ++i) {
       Case c;
       gen_case(&c);
+      if (g_seg_focus) seg_focus(&c);
       if (g_verbose)
         printf("case %d: E=%d k=%d T=%lld\n", i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens);
       run_case(&c);

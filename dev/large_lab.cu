@@ -617,15 +617,20 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
  * (renormalized softmax: the same weight expressions on every path). */
 typedef struct V6 {
   const char* name;
-  int mid_max, lpr, share, filt;
+  int mid_max, lpr, share, filt, form;
 } V6;
 /* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone; filt (11):
- * the filter at every T (its automatic rule: gate.cuh mr_seg_filter_on) */
+ * the filter at every T (its automatic rule: gate.cuh mr_seg_filter_on). v21 (knob gate_seg_form):
+ * pk1 (12) the row in packed pairs with v20's filter at every T, pk2 (13) packed with the tight bound at
+ * every T, pk2auto (14) packed with the tight bound where the automatic rule runs the filter, pknet
+ * (15) packed with the network alone */
 static const V6 V6S[] = {
-    {"auto", 0, 0, 0, 0},       {"old", -1, 32, 0, 0},       {"midoff", -1, 0, 0, 0},   {"lpr32", 0, 32, 0, 0},
-    {"share512", 0, 0, 512, 0}, {"share2048", 0, 0, 2048, 0}, {"share64", 0, 0, 64, 0},  {"share128", 0, 0, 128, 0},
-    {"share256", 0, 0, 256, 0}, {"share1024", 0, 0, 1024, 0}, {"nofilt", 0, 0, 0, -1},
-    {"filt", 0, 0, 0, 1},
+    {"auto", 0, 0, 0, 0, 0},       {"old", -1, 32, 0, 0, 0},       {"midoff", -1, 0, 0, 0, 0},
+    {"lpr32", 0, 32, 0, 0, 0},     {"share512", 0, 0, 512, 0, 0},  {"share2048", 0, 0, 2048, 0, 0},
+    {"share64", 0, 0, 64, 0, 0},   {"share128", 0, 0, 128, 0, 0},  {"share256", 0, 0, 256, 0, 0},
+    {"share1024", 0, 0, 1024, 0, 0}, {"nofilt", 0, 0, 0, -1, 0},   {"filt", 0, 0, 0, 1, 0},
+    {"pk1", 0, 0, 0, 1, 1},        {"pk2", 0, 0, 0, 1, 2},         {"pk2auto", 0, 0, 0, 0, 2},
+    {"pknet", 0, 0, 0, -1, 1},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {
@@ -634,13 +639,17 @@ static void set_v6(int v) {
   mr_cuda_tune.gate_lpr = V6S[v].lpr;
   mr_cuda_tune.mid_share = V6S[v].share;
   mr_cuda_tune.gate_seg_filter = V6S[v].filt;
+  mr_cuda_tune.gate_seg_form = V6S[v].form;
 }
 static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
   for (int i = 0; i < NB; ++i)
     if (memcmp(a->h[i], b->h[i], bf->bytes[i]) != 0) return 0;
   return 1;
 }
-static int g_v6_notime = 0, g_v6_variant = -1;
+/* --v6-variant a,b,...: the variants checked and timed besides auto (bit v of the mask; 0: all) */
+static int g_v6_notime = 0;
+static unsigned g_v6_mask = 0;
+static int v6_takes(int v) { return g_v6_mask == 0 || v == 0 || ((g_v6_mask >> v) & 1u); }
 static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   LabShape x;
   lab_shape_init(sh, T, MOEROUTE_LAYOUT_BOTH, &x);
@@ -653,8 +662,8 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   HostOut r0, s0;
   int agree = 1;
   for (int v = 0; v < NV6; ++v) {
-    if (g_v6_variant >= 0 && v != 0 && v != g_v6_variant) continue;
-    set_v6(g_v6_variant >= 0 ? g_v6_variant : v);
+    if (!v6_takes(v)) continue;
+    set_v6(v); /* v = 0 (auto) is the reference of every other variant */
     HostOut r, q;
     poison(&b);
     if (moeroute_cuda_route(&pn, &bn, s) != MOEROUTE_OK) { printf("route: %s\n", moeroute_last_error()); exit(2); }
@@ -700,7 +709,7 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   if (!g_v6_notime) spin_kernel<<<264, 128, 0, s>>>(20000000ull);
   const double ms = g_v6_notime ? 0.0 : time_op(OP_MEMSET, &p, &bu, s);
   for (int v = 0; v < NV6 && !g_v6_notime; ++v) {
-    if (g_v6_variant >= 0 && v != 0 && v != g_v6_variant) continue; /* --v6-variant: auto and that one */
+    if (!v6_takes(v)) continue; /* --v6-variant: auto and those */
     set_v6(v);
     const double g = time_op(OP_GATE, &pn, &bn, s);
     const double rn = time_op(OP_ROUTE, &pn, &bn, s);
@@ -913,7 +922,14 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--v6")) v6 = 1;
     else if (!strcmp(argv[i], "--v6-only") && i + 1 < argc) v6 = 1, v6_only = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--v6-notime")) g_v6_notime = 1;
-    else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) g_v6_variant = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) {
+      for (const char* q = argv[++i]; *q;) {
+        const int v = atoi(q);
+        if (v > 0 && v < NV6) g_v6_mask |= 1u << v;
+        while (*q && *q != ',') ++q;
+        if (*q == ',') ++q;
+      }
+    }
     else if (!strcmp(argv[i], "--share-sweep")) v6 = 2;
     else if (!strcmp(argv[i], "--gtm")) gtm = 1;
     else if (!strcmp(argv[i], "--gtm-stamps")) gtm = 2;

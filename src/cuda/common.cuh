@@ -394,6 +394,12 @@ typedef struct mr_cuda_tuning {
   int gtm_probe;         /* lab probes of gtm's K2: 2 = its expert CTAs return after their PDL wait (the launches
                             alone; WRONG outputs), 3 = %globaltimer stamps of its phases in the spare words of the
                             status lines (outputs right) */
+  int gate_seg_form;     /* the segment rows' form (v21, gate.cuh mr_load_pairs / mr_seg_filter_top's TB; lab, not
+                            yet run on a GPU): 0 = today's (each element unpacked on load, the filter's bound the
+                            least of the lanes' maxima), 1 = the row's words kept in pairs (no unpacking; the same
+                            filter), 2 = as 1 with the filter's tight bound (the k-th largest of the segment's half
+                            maxima). Where the filter runs is gate_seg_filter's; 1 - 2 apply where EPS <= 32 and
+                            LPR <= 8 (elsewhere 0). The same bits in every form */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

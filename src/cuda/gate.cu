@@ -73,7 +73,7 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
 /* 16-bit softmax rows (PACKED) with a segment of LPR lanes per row (large T,
  * v6): a warp gates 32/LPR rows at a time, grid-stride over the rows. */
 #define MR_SEG_THREADS 256
-template <int DT, int EPS, int LPR, int L>
+template <int DT, int EPS, int LPR, int L, bool PK = false>
 __global__ void __launch_bounds__(MR_SEG_THREADS)
     mr_gate_seg_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
                        unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas, int filt) {
@@ -90,12 +90,15 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
   for (int64_t t0 = gw * RPW; t0 < T; t0 += nw * RPW) { /* warp-uniform */
     const int64_t t = t0 + seg;
     const bool live = t < T;
-    uint32_t raw[EPS];
+    uint32_t raw[PK ? EPS / 2 : EPS];
     const unsigned char* row = p.logits + (live ? t : 0) * p.row_bytes;
-    mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
+    if (PK)
+      mr_load_pairs<EPS>(row, sl, p.num_experts, ninf, live, raw);
+    else
+      mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, filt != 0, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L, PK>(p, sl, raw, row, filt, &id, &w);
     if (live && (int)sl < k) {
       topk_ids[t * k + sl] = id;
       topk_weights[t * k + sl] = w;
@@ -128,7 +131,7 @@ extern "C" int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* 
   return mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype));
 }
 
-template <int DT, int EPS, int LPR, int L>
+template <int DT, int EPS, int LPR, int L, bool PK>
 static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float* topk_weights,
                                    unsigned char* clear_buf, size_t clear_bytes, int filt, cudaStream_t stream) {
   constexpr int RPC = (MR_SEG_THREADS / 32) * (32 / LPR); /* rows per CTA step */
@@ -138,7 +141,7 @@ static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float*
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_seg_kernel<DT, EPS, LPR, L>, *p, topk_ids, topk_weights, clear_buf,
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_seg_kernel<DT, EPS, LPR, L, PK>, *p, topk_ids, topk_weights, clear_buf,
                             clear_bytes, clear, filt));
   return cudaSuccess;
 }
@@ -150,11 +153,11 @@ struct mr_seg_launcher {
   float* topk_weights;
   unsigned char* clear_buf;
   size_t clear_bytes;
-  int filt; /* gate.cuh mr_gate_packed_seg's filter (v20) */
+  int filt; /* gate.cuh mr_gate_packed_seg's filter (v20; 2: v21's tight bound) */
   cudaStream_t stream;
-  template <int DT, int EPS, int LPR, int L>
+  template <int DT, int EPS, int LPR, int L, bool PK>
   cudaError_t run() const {
-    return mr_launch_seg_t<DT, EPS, LPR, L>(p, topk_ids, topk_weights, clear_buf, clear_bytes, filt, stream);
+    return mr_launch_seg_t<DT, EPS, LPR, L, PK>(p, topk_ids, topk_weights, clear_buf, clear_bytes, filt, stream);
   }
 };
 
@@ -337,11 +340,11 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
   if (lpr != 0) {
     /* the filter (gate.cuh mr_seg_filter_on), never beside a clear unless the knob forces it */
     const int beside = (clear_bytes > 0 || mr_gate_threads_cap != 0) && mr_cuda_tune.gate_seg_filter <= 0;
-    const int filt = !beside && mr_seg_filter_on(cfg->num_tokens, MR_SEG_FILTER_T_GATE);
+    const int filt = mr_seg_form_filt(!beside && mr_seg_filter_on(cfg->num_tokens, MR_SEG_FILTER_T_GATE));
     const mr_seg_launcher launch = {&p, topk_ids, topk_weights, clear_buf, clear_bytes, filt, stream};
     if (cfg->dtype == MOEROUTE_DTYPE_BF16)
-      return mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, launch);
-    return mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, launch);
+      return mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, mr_seg_form_pk(), launch);
+    return mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, mr_seg_form_pk(), launch);
   }
   if (mr_gate_wide_fits(cfg, a, kind)) {
     if (cfg->dtype == MOEROUTE_DTYPE_FP32)

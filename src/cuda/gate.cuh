@@ -174,6 +174,11 @@ static inline int32_t mr_seg_filter_on(int64_t n, int64_t from) {
   const int knob = mr_cuda_tune.gate_seg_filter;
   return knob > 0 || (knob == 0 && n >= from);
 }
+/* The segment kernels' form (v21, knob gate_seg_form; 0, today's default: mr_load_lane and the
+ * filter by the least of the lanes' maxima): the launch's pk (the packed load, mr_load_pairs) and
+ * its filt argument (mr_gate_packed_seg) for a filter decision `on` */
+static inline bool mr_seg_form_pk(void) { return mr_cuda_tune.gate_seg_form > 0; }
+static inline int32_t mr_seg_form_filt(int32_t on) { return on ? (mr_cuda_tune.gate_seg_form == 2 ? 2 : 1) : 0; }
 
 static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_gate_p* p) {
   memset(p, 0, sizeof *p);
@@ -263,6 +268,55 @@ __device__ __forceinline__ void mr_load_lane(const unsigned char* base, uint32_t
       out[r] = x;
     }
   }
+}
+
+/*
+ * The segment rows' load in packed form (v21, knob gate_seg_form): this lane's EPS 16-bit
+ * elements (experts lane*EPS ..) as EPS/2 words, word i = element 2i in the low half and
+ * element 2i + 1 in the high half: the row's own bits. mr_load_lane<2, EPS> returns the same
+ * elements one per word, high-aligned; that costs a shift or a mask per element and a select
+ * per element for the fill, and the filter below packs them again (perf-log v21: ~80 of the
+ * ~700 instructions of a warp's step of rows). Elements >= E get fill's 16 bits (fill
+ * high-aligned, as mr_load_lane's); live = false: every word 0, no memory access. Vector loads
+ * need the base aligned to 16 bytes; a lane straddling E or an unaligned base takes scalar loads.
+ */
+template <int EPS>
+__device__ __forceinline__ void mr_load_pairs(const unsigned char* base, uint32_t lane, int E, uint32_t fill,
+                                              bool live, uint32_t* w) {
+  static_assert(EPS % 8 == 0 && EPS <= 64, "16-byte vectors of pairs");
+  constexpr int NV = EPS / 8; /* 16-byte vectors */
+  const int e0 = (int)lane * EPS;
+  const unsigned char* p = base + (size_t)e0 * 2u;
+  const uint32_t fv = live ? fill >> 16 : 0u;
+  const bool aligned = ((uintptr_t)base & 15u) == 0;
+  if (aligned && (e0 + EPS <= E || e0 >= E)) {
+    const uint32_t fw = fv | (fv << 16);
+    const bool in = live && e0 < E;
+#pragma unroll
+    for (int v = 0; v < NV; ++v) {
+      uint4 q = make_uint4(fw, fw, fw, fw);
+      if (in) q = __ldg((const uint4*)(p + v * 16));
+      w[v * 4 + 0] = q.x;
+      w[v * 4 + 1] = q.y;
+      w[v * 4 + 2] = q.z;
+      w[v * 4 + 3] = q.w;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < EPS / 2; ++i) {
+      uint32_t lo = fv, hi = fv;
+      if (live && e0 + 2 * i < E) lo = __ldg((const unsigned short*)p + 2 * i);
+      if (live && e0 + 2 * i + 1 < E) hi = __ldg((const unsigned short*)p + 2 * i + 1);
+      w[i] = lo | (hi << 16);
+    }
+  }
+}
+
+/* Element i of a segment lane's row in mr_load_lane's form (high-aligned bits), from the
+ * unpacked words (PK false) or the packed pairs (PK true) */
+template <bool PK>
+__device__ __forceinline__ uint32_t mr_seg_raw(const uint32_t* src, int i) {
+  return !PK ? src[i] : (i & 1) ? (src[i >> 1] & 0xffff0000u) : (src[i >> 1] << 16);
 }
 
 /* ---- small reductions inside a lane (balanced trees: the pick loop is latency-bound) */
@@ -736,16 +790,23 @@ struct mr_x2 {
  * the NaN elements, whose key is -inf's), a lane with more than MR_SEG_FILTER_MAX candidates.
  * The caller then takes the network. Needs every element of every lane in the row (E =
  * LPR * EPS: no -inf fill) and EPS <= 32 (bit j of the mask: element 2j for j < 16, element
- * 2(j-16) + 1 above). */
-template <int DT, int EPS, int LPR, int L>
-__device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* raw, const unsigned char* row,
-                                                  uint32_t* top) {
+ * 2(j-16) + 1 above).
+ *
+ * pr[]: the lane's elements in pairs, word i = elements 2i (low half) and 2i + 1 (high half).
+ * TB (v21, knob gate_seg_form 2) compiles a tighter bound, taken where `tight`: th = the k-th
+ * largest of the segment's 2 LPR half-maxima (a lane's maximum over its even elements and over
+ * its odd ones: 2 LPR distinct elements), at least k elements are >= it by its own count, so
+ * the same argument holds. It counts NaN as nothing (a >= with NaN is false), so no lane needs
+ * its own check, only th > -inf. With random rows (a model of 20000 warps, perf-log v21) the
+ * busiest lane of a warp holds 4.0 candidates instead of 6.9 (k = 8 over 8 lanes) and 3.8
+ * instead of 6.1 (k = 4 over 4 lanes); the count costs LPR shuffles and 4 LPR compares. */
+template <int DT, int EPS, int LPR, int L, bool TB = false>
+__device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* pr, const unsigned char* row,
+                                                  int k, bool tight, uint32_t* top) {
   static_assert(EPS % 2 == 0 && EPS <= 32, "filter: pairs of elements, 32 bits of mask");
+  static_assert(LPR <= 16, "the tight bound's count: 16 bits per half");
   typedef mr_x2<DT> X;
   constexpr int NP = EPS / 2;
-  uint32_t pr[NP]; /* elements 2i (low half) and 2i + 1 (high half) */
-#pragma unroll
-  for (int i = 0; i < NP; ++i) pr[i] = __byte_perm(raw[2 * i], raw[2 * i + 1], 0x7632);
   uint32_t mx[NP];
 #pragma unroll
   for (int i = 0; i < NP; ++i) mx[i] = pr[i];
@@ -753,11 +814,29 @@ __device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* r
   for (int w = 1; w < NP; w *= 2) /* a balanced tree */
 #pragma unroll
     for (int i = 0; i + w < NP; i += 2 * w) mx[i] = X::max(mx[i], mx[i + w]);
-  uint32_t th = X::max(mx[0], __byte_perm(mx[0], 0u, 0x1032)); /* the lane max, in both halves */
   const uint32_t ninf2 = DT == MOEROUTE_DTYPE_BF16 ? 0xff80ff80u : 0xfc00fc00u;
-  bool ok = X::gt(th, ninf2) == 0xffffffffu;
+  uint32_t th;
+  bool ok;
+  if (TB && tight) {
+    const uint32_t a = __byte_perm(mx[0], 0u, 0x1010), b = __byte_perm(mx[0], 0u, 0x3232); /* each in both halves */
+    uint32_t ca = 0u, cb = 0u; /* bit j (and j + 16): lane j's half-maxima >= a (b) */
 #pragma unroll
-  for (int off = LPR / 2; off > 0; off >>= 1) th = X::min(th, __shfl_xor_sync(MR_FULL_MASK, th, off));
+    for (int j = 0; j < LPR; ++j) {
+      const uint32_t g = __shfl_sync(MR_FULL_MASK, mx[0], j, LPR);
+      ca |= X::ge(g, a) & (0x00010001u << j);
+      cb |= X::ge(g, b) & (0x00010001u << j);
+    }
+    th = __popc(ca) >= k ? a : ninf2;
+    if (__popc(cb) >= k) th = X::max(th, b);
+#pragma unroll
+    for (int off = LPR / 2; off > 0; off >>= 1) th = X::max(th, __shfl_xor_sync(MR_FULL_MASK, th, off));
+    ok = X::gt(th, ninf2) == 0xffffffffu;
+  } else {
+    th = X::max(mx[0], __byte_perm(mx[0], 0u, 0x1032)); /* the lane max, in both halves */
+    ok = X::gt(th, ninf2) == 0xffffffffu;
+#pragma unroll
+    for (int off = LPR / 2; off > 0; off >>= 1) th = X::min(th, __shfl_xor_sync(MR_FULL_MASK, th, off));
+  }
   uint32_t acc = 0u;
 #pragma unroll
   for (int i = 0; i < NP; ++i) acc |= X::ge(pr[i], th) & (0x00010001u << i);
@@ -784,9 +863,12 @@ __device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* r
   return true;
 }
 
-template <int DT, int EPS, int LPR, int L>
-__device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t sl, const uint32_t* raw,
-                                                   const unsigned char* row, bool filt, int32_t* out_id,
+/* PK (v21, knob gate_seg_form 1 - 2): src holds the lane's elements in pairs (mr_load_pairs), else
+ * one per word (mr_load_lane<2, EPS>). filt (the launch's, uniform): 0 = the network, 1 = the filter
+ * by the least of the lanes' maxima, 2 = by the tight bound where PK (mr_seg_filter_top's TB). */
+template <int DT, int EPS, int LPR, int L, bool PK = false>
+__device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t sl, const uint32_t* src,
+                                                   const unsigned char* row, int filt, int32_t* out_id,
                                                    float* out_w) {
   static_assert(EPS % L == 0 && L <= LPR && (LPR & (LPR - 1)) == 0 && LPR <= 32, "segment shape");
   constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
@@ -794,14 +876,19 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
   uint32_t top[L];
   bool filtered = false;
   if constexpr (EPS <= 32)
-    if (filt && p.num_experts == LPR * EPS) /* uniform (filt: the launch's, mr_seg_filter_on) */
-      filtered = mr_seg_filter_top<DT, EPS, LPR, L>(sl, raw, row, top);
+    if (filt != 0 && p.num_experts == LPR * EPS) { /* uniform (filt: the launch's, mr_seg_filter_on) */
+      uint32_t pr[EPS / 2];
+#pragma unroll
+      for (int i = 0; i < EPS / 2; ++i) pr[i] = PK ? src[i] : __byte_perm(src[2 * i], src[2 * i + 1], 0x7632);
+      filtered = mr_seg_filter_top<DT, EPS, LPR, L, PK>(sl, pr, row, p.top_k, filt == 2, top);
+    }
   if (!filtered) {
 #pragma unroll
     for (int c = 0; c < EPS / L; ++c) {
       uint32_t t[L];
 #pragma unroll
-      for (int i = 0; i < L; ++i) t[i] = mr_seg_key_hi<DT>(raw[c * L + i]) + (0xffffu - (uint32_t)(c * L + i));
+      for (int i = 0; i < L; ++i)
+        t[i] = mr_seg_key_hi<DT>(mr_seg_raw<PK>(src, c * L + i)) + (0xffffu - (uint32_t)(c * L + i));
       mr_sort_desc<uint32_t, L>(t);
       if (c == 0) {
 #pragma unroll
@@ -831,7 +918,8 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
     if (max != -INFINITY) {
 #pragma unroll
       for (int r = 0; r < EPS; ++r)
-        sum += mr_exp_sum_term(mr_clamp_logit(mr_raw_float<2>(raw[r], DT != MOEROUTE_DTYPE_BF16)) - max);
+        sum += mr_exp_sum_term(mr_clamp_logit(mr_raw_float<2>(mr_seg_raw<PK>(src, r), DT != MOEROUTE_DTYPE_BF16)) -
+                               max);
     }
 #pragma unroll
     for (int off = LPR / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
@@ -861,10 +949,17 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
  * mr_gate_seg_lpr), the top L = 4 for k <= 4 else 8 (k <= L <= LPR). One list for the gate
  * kernel (gate.cu) and route's L1 by segments (large.cu): both must gate a config with the
  * same instantiation, so that route's top-k are the gate kernel's bits. Calls
- * f.template run<DT, EPS, LPR, L>(). */
+ * f.template run<DT, EPS, LPR, L, PK>(), PK = pk where EPS <= 32 and LPR <= 8 (the packed
+ * form, v21: the same bits as PK false). */
+template <int DT, int EPS, int LPR, int L, class F>
+static cudaError_t mr_gate_seg_run(bool pk, const F& f) {
+  if constexpr (EPS <= 32 && LPR <= 8) /* the packed form where the filter runs at large T */
+    if (pk) return f.template run<DT, EPS, LPR, L, true>();
+  return f.template run<DT, EPS, LPR, L, false>();
+}
 template <int DT, class F>
-static cudaError_t mr_gate_seg_dispatch(int epl, int lpr, int k, const F& f) {
-#define MR_SEG_RUN(EPL, LPR, L) return f.template run<DT, 32 * EPL / LPR, LPR, L>()
+static cudaError_t mr_gate_seg_dispatch(int epl, int lpr, int k, bool pk, const F& f) {
+#define MR_SEG_RUN(EPL, LPR, L) return mr_gate_seg_run<DT, 32 * EPL / LPR, LPR, L>(pk, f)
 #define MR_SEG_CASE(EPL, LPR)            \
   if (epl == EPL && lpr == LPR) {        \
     if (k <= 4) MR_SEG_RUN(EPL, LPR, 4); \

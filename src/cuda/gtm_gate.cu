@@ -74,7 +74,7 @@ __global__ void __launch_bounds__(MR_GTM_K1_THREADS)
     mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, false, &id, &w); /* no filter (lab path) */
+    mr_gate_packed_seg<DT, EPS, LPR, L>(p, sl, raw, row, 0, &id, &w); /* no filter (lab path) */
     if (live && (int)sl < p.top_k) mr_gtm_g_emit(g, sm, en, t0, t, sl, id, w, topk_ids, topk_weights);
   }
   mr_gtm_k1_publish(g, sm);
@@ -104,7 +104,7 @@ static cudaError_t mr_gtm_g_launch(const mr_gtm_g_args& x, void (*kernel)(mr_gat
 /* the segment form in the instantiation gate.cuh's mr_gate_seg_dispatch picks for the gate kernel */
 struct mr_gtm_seg_launcher {
   mr_gtm_g_args x;
-  template <int DT, int EPS, int LPR, int L>
+  template <int DT, int EPS, int LPR, int L, bool PK> /* PK: never asked for (pk false below) */
   cudaError_t run() const {
     return mr_gtm_g_launch(x, mr_gtm_gate_seg_kernel<DT, EPS, LPR, L>);
   }
@@ -129,8 +129,8 @@ extern "C" cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_g
   cudaError_t err = cudaErrorInvalidConfiguration;
   if (lpr != 0) {
     const mr_gtm_seg_launcher launch = {x};
-    err = cfg->dtype == MOEROUTE_DTYPE_BF16 ? mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, launch)
-                                            : mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, launch);
+    err = cfg->dtype == MOEROUTE_DTYPE_BF16 ? mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, false, launch)
+                                            : mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, false, launch);
   } else {
     /* fp32 has no PACKED rows: its cases never match and instantiate the bf16 kernel */
 #define MR_GTM_G_DT(DT) ((DT) == MOEROUTE_DTYPE_FP32 ? MOEROUTE_DTYPE_BF16 : (DT))

@@ -398,9 +398,9 @@ __global__ void __launch_bounds__(MR_LT, mr_l_gate_blocks(MR_L_GATE_V3, EPL, KIN
  * slice's last step can be partial. Loading the next step's rows before gating the
  * current ones measured no faster at 1 CTA per SM and slower at 2 (lab call 40: its 128
  * registers left no room beside it for L2's and L3's early CTAs), so the cap is 80. */
-template <int DT, int EPS, int LPR, int L, int NW>
+template <int DT, int EPS, int LPR, int L, int NW, bool PK>
 __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const mr_large_args& La,
-                                                       int32_t* topk_ids, float* topk_weights, bool filt) {
+                                                       int32_t* topk_ids, float* topk_weights, int filt) {
   mr_pdl_launch_dependents();
   extern __shared__ __align__(16) uint32_t mr_l1s_smem[];
   constexpr int RPW = 32 / LPR;
@@ -419,12 +419,15 @@ __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const
   for (int64_t tb = t0; tb < t1; tb += RPW) { /* warp-uniform */
     const int64_t t = tb + seg;
     const bool live = t < t1;
-    uint32_t raw[EPS];
+    uint32_t raw[PK ? EPS / 2 : EPS];
     const unsigned char* row = g.logits + (live ? t : t0) * g.row_bytes;
-    mr_load_lane<2, EPS>(row, sl, g.num_experts, ninf, live, raw);
+    if (PK)
+      mr_load_pairs<EPS>(row, sl, g.num_experts, ninf, live, raw);
+    else
+      mr_load_lane<2, EPS>(row, sl, g.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L>(g, sl, raw, row, filt, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L, PK>(g, sl, raw, row, filt, &id, &w);
     mr_large_rank_emit(La, wc, live && sl < k, id, w, t * (int64_t)k + sl, lt, nb, topk_ids, topk_weights);
   }
   __syncthreads(); /* every warp's counters final */
@@ -433,22 +436,22 @@ __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const
 /* 8 warps per CTA at up to 3 CTAs per SM (80 registers), and the wide form (mr_l_seg_wide,
  * design.md 32): 16 warps per CTA, one CTA per SM, capped at the same 80 registers so that L2's and
  * L3's early CTAs still fit beside it (lab call 40: at 128 registers they did not) */
-template <int DT, int EPS, int LPR, int L>
+template <int DT, int EPS, int LPR, int L, bool PK = false>
 __global__ void __launch_bounds__(MR_LT, 3)
     mr_large_seg_gate_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
                              int32_t* topk_ids, float* topk_weights, int filt) {
-  mr_large_seg_gate_body<DT, EPS, LPR, L, MR_LW>(g, La, topk_ids, topk_weights, filt != 0);
+  mr_large_seg_gate_body<DT, EPS, LPR, L, MR_LW, PK>(g, La, topk_ids, topk_weights, filt);
 }
 #if defined(__CUDACC_VER_MAJOR__) && (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
 #define MR_L_WIDE_BOUNDS __maxnreg__(80)
 #else /* no __maxnreg__ before CUDA 12.4: the launch bound's cap (128) */
 #define MR_L_WIDE_BOUNDS __launch_bounds__(2 * MR_LT, 1)
 #endif
-template <int DT, int EPS, int LPR, int L>
+template <int DT, int EPS, int LPR, int L, bool PK = false>
 __global__ void MR_L_WIDE_BOUNDS
     mr_large_seg_gate_wide_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_large_args La,
                                   int32_t* topk_ids, float* topk_weights, int filt) {
-  mr_large_seg_gate_body<DT, EPS, LPR, L, 2 * MR_LW>(g, La, topk_ids, topk_weights, filt != 0);
+  mr_large_seg_gate_body<DT, EPS, LPR, L, 2 * MR_LW, PK>(g, La, topk_ids, topk_weights, filt);
 }
 
 /* ---- L1: rank (sort) ------------------------------------------------------------------ */
@@ -1018,18 +1021,19 @@ struct mr_l_seg_launcher {
   int32_t* topk_ids;
   float* topk_weights;
   size_t smem;
-  int filt; /* gate.cuh mr_gate_packed_seg's filter (v20) */
+  int filt; /* gate.cuh mr_gate_packed_seg's filter (v20; 2: v21's tight bound) */
   cudaStream_t stream;
-  template <int DT, int EPS, int LPR, int L>
+  template <int DT, int EPS, int LPR, int L, bool PK>
   cudaError_t run() const {
     const bool wide = La->slices != La->chunks * MR_LW; /* 2 MR_LW warps (and slices) per CTA */
     cudaLaunchConfig_t lc = mr_launch_config(La->chunks, wide ? 2 * MR_LT : MR_LT, smem, stream); /* no PDL: the
                                                                                            logits' producer */
     if (wide)
-      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_wide_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights,
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_wide_kernel<DT, EPS, LPR, L, PK>, *g, *La, topk_ids, topk_weights,
                                 filt));
     else
-      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L>, *g, *La, topk_ids, topk_weights, filt));
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_large_seg_gate_kernel<DT, EPS, LPR, L, PK>, *g, *La, topk_ids, topk_weights,
+                                filt));
     return cudaSuccess;
   }
 };
@@ -1292,10 +1296,12 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
     mr_gate_p_init(a, cfg->dtype, &g);
     const size_t ssm = (size_t)spc * (size_t)cfg->num_experts * 4u; /* <= 16 KB */
     const int epl = mr_cuda_epl_bucket(cfg->num_experts);
-    const int filt = mr_seg_filter_on(cfg->num_tokens * cfg->top_k, MR_SEG_FILTER_N_L1); /* gate.cuh */
+    const int filt = mr_seg_form_filt(mr_seg_filter_on(cfg->num_tokens * cfg->top_k, MR_SEG_FILTER_N_L1)); /* gate.cuh */
     const mr_l_seg_launcher launch = {&g, &L, topk_ids, wts, ssm, filt, stream};
-    err = cfg->dtype == MOEROUTE_DTYPE_BF16 ? mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, cfg->top_k, launch)
-                                            : mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, cfg->top_k, launch);
+    const bool pk = mr_seg_form_pk();
+    err = cfg->dtype == MOEROUTE_DTYPE_BF16
+              ? mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, cfg->top_k, pk, launch)
+              : mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, cfg->top_k, pk, launch);
   } else {
     /* L2's carry form after the warp-per-row L1 (lab call 41, route without moe_buf at T =
      * 4096, carry / lane blocks: Kimi-K2 26.49 / 27.82 us, DeepSeek-R1 grouped 19.99 / 21.50;
