@@ -659,12 +659,16 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   bind(&p, &b, 1, 0, &bu);
   bind(&pn, &b, 1, 0, &bn);
   bind(&pn, &b, 1, 1, &bs); /* sort with the expert mask */
-  HostOut r0, s0;
+  HostOut r0, s0, g0;
   int agree = 1;
   for (int v = 0; v < NV6; ++v) {
     if (!v6_takes(v)) continue;
     set_v6(v); /* v = 0 (auto) is the reference of every other variant */
-    HostOut r, q;
+    HostOut r, q, g;
+    /* the gate kernel alone (its top-k; the layouts stay poisoned alike) */
+    poison(&b);
+    if (moeroute_cuda_gate(&pn, &bn, s) != MOEROUTE_OK) { printf("gate: %s\n", moeroute_last_error()); exit(2); }
+    download(&b, &g);
     poison(&b);
     if (moeroute_cuda_route(&pn, &bn, s) != MOEROUTE_OK) { printf("route: %s\n", moeroute_last_error()); exit(2); }
     download(&b, &r);
@@ -676,14 +680,16 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
     if (v == 0) {
       r0 = r;
       s0 = q;
+      g0 = g;
     } else {
-      if (!same_out(&r, &r0, &b) || !same_out(&q, &s0, &b)) {
+      if (!same_out(&r, &r0, &b) || !same_out(&q, &s0, &b) || !same_out(&g, &g0, &b)) {
         printf("v6 MISMATCH %s T=%lld variant %s\n", sh->name, (long long)T, V6S[v].name);
         agree = 0;
         g_fail++;
       }
       hostout_free(&r);
       hostout_free(&q);
+      hostout_free(&g);
     }
   }
   /* moe_buf cleared by route + buf (auto) */
@@ -705,6 +711,7 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   }
   hostout_free(&r0);
   hostout_free(&s0);
+  hostout_free(&g0);
   if (g_v6_notime) printf("v6 %-20s T=%6lld checked, agree %d\n", sh->name, (long long)T, agree);
   if (!g_v6_notime) spin_kernel<<<264, 128, 0, s>>>(20000000ull);
   const double ms = g_v6_notime ? 0.0 : time_op(OP_MEMSET, &p, &bu, s);
@@ -913,6 +920,8 @@ static void gtm_checks(int quick) {
 int main(int argc, char** argv) {
   int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0, seg_only = 0, gtm = 0;
   long long v6_only = 0;
+  int64_t v6_ts[16];
+  int nv6_ts = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--no-time")) do_time = 0;
     else if (!strcmp(argv[i], "--no-check")) do_check = 0;
@@ -922,7 +931,13 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--v6")) v6 = 1;
     else if (!strcmp(argv[i], "--v6-only") && i + 1 < argc) v6 = 1, v6_only = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--v6-notime")) g_v6_notime = 1;
-    else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) {
+    else if (!strcmp(argv[i], "--v6-ts") && i + 1 < argc) { /* the T of DeepSeek-R1 softmax and GPT-OSS-120B */
+      for (const char* q = argv[++i]; *q && nv6_ts < 16;) {
+        v6_ts[nv6_ts++] = atoll(q);
+        while (*q && *q != ',') ++q;
+        if (*q == ',') ++q;
+      }
+    } else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) {
       for (const char* q = argv[++i]; *q;) {
         const int v = atoi(q);
         if (v > 0 && v < NV6) g_v6_mask |= 1u << v;
@@ -934,7 +949,8 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--gtm")) gtm = 1;
     else if (!strcmp(argv[i], "--gtm-stamps")) gtm = 2;
     else {
-      printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N] [--v6] [--share-sweep] [--gtm]\n");
+      printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N] [--v6] [--v6-variant a,b,..] "
+             "[--v6-ts T1,T2,..] [--v6-notime] [--share-sweep] [--gtm]\n");
       return 2;
     }
   }
@@ -983,13 +999,15 @@ int main(int argc, char** argv) {
     return g_fail ? 1 : 0;
   }
   if (v6) {
-    const int64_t Ts[] = {64, 130, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    const int64_t Tdef[] = {64, 130, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536};
+    const int64_t* Ts = nv6_ts > 0 ? v6_ts : Tdef;
+    const int nts = nv6_ts > 0 ? nv6_ts : (int)(sizeof Tdef / sizeof *Tdef);
     if (v6_only > 0) {
       v6_shape(&SHAPES[0], v6_only, s);
       v6_shape(&SHAPES[1], v6_only, s);
     } else {
       for (int si = 0; si < 2; ++si)
-        for (int ti = 0; ti < (int)(sizeof Ts / sizeof *Ts); ++ti) v6_shape(&SHAPES[si], Ts[ti], s);
+        for (int ti = 0; ti < nts; ++ti) v6_shape(&SHAPES[si], Ts[ti], s);
       for (int si = 2; si < 5; ++si) v6_shape(&SHAPES[si], 1024, s);
     }
     printf("v6 check: %d failure(s)\n", g_fail);
