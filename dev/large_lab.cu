@@ -617,20 +617,21 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
  * (renormalized softmax: the same weight expressions on every path). */
 typedef struct V6 {
   const char* name;
-  int mid_max, lpr, share, filt, form;
+  int mid_max, lpr, share, filt, form, lseg, lsw;
 } V6;
 /* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone; filt (11):
  * the filter at every T (its automatic rule: gate.cuh mr_seg_filter_on). v21 (knob gate_seg_form):
  * pk1 (12) the row in packed pairs with v20's filter at every T, pk2 (13) packed with the tight bound at
  * every T, pk2auto (14) packed with the tight bound where the automatic rule runs the filter, pknet
- * (15) packed with the network alone */
+ * (15) packed with the network alone; wide (16): route's wide L1 by segments at any T*k (at T = 65536
+ * too, where route is the chain: lab call 43 had it 1.2 us slower there), pk2wide (17) the same with pk2 */
 static const V6 V6S[] = {
     {"auto", 0, 0, 0, 0, 0},       {"old", -1, 32, 0, 0, 0},       {"midoff", -1, 0, 0, 0, 0},
     {"lpr32", 0, 32, 0, 0, 0},     {"share512", 0, 0, 512, 0, 0},  {"share2048", 0, 0, 2048, 0, 0},
     {"share64", 0, 0, 64, 0, 0},   {"share128", 0, 0, 128, 0, 0},  {"share256", 0, 0, 256, 0, 0},
     {"share1024", 0, 0, 1024, 0, 0}, {"nofilt", 0, 0, 0, -1, 0},   {"filt", 0, 0, 0, 1, 0},
     {"pk1", 0, 0, 0, 1, 1},        {"pk2", 0, 0, 0, 1, 2},         {"pk2auto", 0, 0, 0, 0, 2},
-    {"pknet", 0, 0, 0, -1, 1},
+    {"pknet", 0, 0, 0, -1, 1},     {"wide", 0, 0, 0, 0, 0, 1, 16}, {"pk2wide", 0, 0, 0, 1, 2, 1, 16},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {
@@ -640,6 +641,8 @@ static void set_v6(int v) {
   mr_cuda_tune.mid_share = V6S[v].share;
   mr_cuda_tune.gate_seg_filter = V6S[v].filt;
   mr_cuda_tune.gate_seg_form = V6S[v].form;
+  mr_cuda_tune.large_seg = V6S[v].lseg;
+  mr_cuda_tune.large_seg_warps = V6S[v].lsw;
 }
 static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
   for (int i = 0; i < NB; ++i)
