@@ -257,7 +257,8 @@ static void gen_case(Case* c) {
   c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
   c->tune.wide_rank_unroll = irand(3) - 1; /* the grouped wide rows' group ranks unrolled (v17): off / auto / on */
   c->tune.gate_seg_filter = irand(3) - 1; /* the segment rows' filter before the network (v20): never / auto / always */
-  c->tune.gate_seg_form = irand(3); /* the segment rows' form (v21): unpacked / packed pairs / packed, tight bound */
+  c->tune.gate_seg_form = irand(4); /* the segment rows' form (v21): unpacked / packed pairs / packed, tight bound /
+                                       packed, tight bound, ranks */
 }
 
 /* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:
@@ -287,7 +288,7 @@ static void seg_focus(Case* c) {
   static const int Lp[] = {4, 8, 8, 16};
   c->tune.gate_lpr = k <= 4 ? pick(Lp, 4) : 8 + 8 * irand(2);
   c->tune.gate_seg_filter = irand(2) ? 1 : irand(3) - 1;
-  c->tune.gate_seg_form = irand(3);
+  c->tune.gate_seg_form = irand(4);
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -515,6 +516,21 @@ static void run_case(const Case* c) {
       }
     }
     if (((uint32_t*)gate_ids)[n] != 0xA5A5A5A5u) FAIL("gate wrote past topk_ids");
+    /* --seg: the drawn form and filter against the sorting network of the default form, bit for bit
+     * (the CPU check above lets a tied element through as a near tie; the network picks the lower
+     * index, and so must every form) */
+    if (g_seg_focus && (c->tune.gate_seg_form != 0 || c->tune.gate_seg_filter >= 0)) {
+      mr_cuda_tune.gate_seg_form = 0;
+      mr_cuda_tune.gate_seg_filter = -1;
+      out_poison(&dev, &h.sz, 1);
+      out_buffers(&dev, &db, 1);
+      if (moeroute_cuda_gate(p, &db, NULL) != MOEROUTE_OK) FAIL("cuda gate (network): %s", moeroute_last_error());
+      CK(cudaDeviceSynchronize());
+      out_download(&gpu_h, &dev, &h.sz);
+      if (memcmp(gpu_h.topk_ids, gate_ids, (size_t)n * 4) || memcmp(gpu_h.topk_weights, gate_w, (size_t)n * 4))
+        FAIL("gate form %d filter %d differs from the network's top-k", c->tune.gate_seg_form, c->tune.gate_seg_filter);
+      mr_cuda_tune = c->tune;
+    }
 
     /* CPU sort of the GPU's top-k: what route must produce */
     moeroute_buffers sb;

@@ -624,7 +624,9 @@ typedef struct V6 {
  * pk1 (12) the row in packed pairs with v20's filter at every T, pk2 (13) packed with the tight bound at
  * every T, pk2auto (14) packed with the tight bound where the automatic rule runs the filter, pknet
  * (15) packed with the network alone; wide (16): route's wide L1 by segments at any T*k (at T = 65536
- * too, where route is the chain: lab call 43 had it 1.2 us slower there), pk2wide (17) the same with pk2 */
+ * too, where route is the chain: lab call 43 had it 1.2 us slower there), pk2wide (17) the same with pk2;
+ * pk3 (18) packed, the tight bound's candidates ranked in shared memory, at every T, pk3auto (19) the same
+ * by the automatic rule, pk3wide (20) pk3 with the wide L1 at any T*k */
 static const V6 V6S[] = {
     {"auto", 0, 0, 0, 0, 0},       {"old", -1, 32, 0, 0, 0},       {"midoff", -1, 0, 0, 0, 0},
     {"lpr32", 0, 32, 0, 0, 0},     {"share512", 0, 0, 512, 0, 0},  {"share2048", 0, 0, 2048, 0, 0},
@@ -632,6 +634,7 @@ static const V6 V6S[] = {
     {"share1024", 0, 0, 1024, 0, 0}, {"nofilt", 0, 0, 0, -1, 0},   {"filt", 0, 0, 0, 1, 0},
     {"pk1", 0, 0, 0, 1, 1},        {"pk2", 0, 0, 0, 1, 2},         {"pk2auto", 0, 0, 0, 0, 2},
     {"pknet", 0, 0, 0, -1, 1},     {"wide", 0, 0, 0, 0, 0, 1, 16}, {"pk2wide", 0, 0, 0, 1, 2, 1, 16},
+    {"pk3", 0, 0, 0, 1, 3},        {"pk3auto", 0, 0, 0, 0, 3},     {"pk3wide", 0, 0, 0, 1, 3, 1, 16},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {
@@ -943,7 +946,12 @@ int main(int argc, char** argv) {
     } else if (!strcmp(argv[i], "--v6-variant") && i + 1 < argc) {
       for (const char* q = argv[++i]; *q;) {
         const int v = atoi(q);
-        if (v > 0 && v < NV6) g_v6_mask |= 1u << v;
+        if (v <= 0 || v >= NV6) {
+          fprintf(stderr, "--v6-variant: %d is not a variant (1 .. %d; auto, 0, is always the reference)\n", v,
+                  NV6 - 1);
+          return 2;
+        }
+        g_v6_mask |= 1u << v;
         while (*q && *q != ',') ++q;
         if (*q == ',') ++q;
       }

@@ -398,8 +398,10 @@ typedef struct mr_cuda_tuning {
                             yet run on a GPU): 0 = today's (each element unpacked on load, the filter's bound the
                             least of the lanes' maxima), 1 = the row's words kept in pairs (no unpacking; the same
                             filter), 2 = as 1 with the filter's tight bound (the k-th largest of the segment's half
-                            maxima). Where the filter runs is gate_seg_filter's; 1 - 2 apply where EPS <= 32 and
-                            LPR <= 8 (elsewhere 0). The same bits in every form */
+                            maxima), 3 = as 2 with the candidates ranked in shared memory instead of lists and a
+                            butterfly (gate.cuh mr_seg_rank_top). Where the filter runs is gate_seg_filter's; 1 - 3
+                            apply where EPS <= 32 and LPR <= 8 (elsewhere 0, the filter then v20's). The same bits
+                            in every form */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -86,19 +86,21 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
   const int64_t T = p.num_tokens;
   const int k = p.top_k;
   const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
+  uint32_t* sk = nullptr; /* the rank form's words (v21, filt 3) */
+  if constexpr (PK) sk = mr_seg_rank_smem<MR_SEG_THREADS / 32>(threadIdx.x >> 5);
 #pragma unroll 1
   for (int64_t t0 = gw * RPW; t0 < T; t0 += nw * RPW) { /* warp-uniform */
     const int64_t t = t0 + seg;
     const bool live = t < T;
     uint32_t raw[PK ? EPS / 2 : EPS];
     const unsigned char* row = p.logits + (live ? t : 0) * p.row_bytes;
-    if (PK)
+    if constexpr (PK)
       mr_load_pairs<EPS>(row, sl, p.num_experts, ninf, live, raw);
     else
       mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L, PK>(p, sl, raw, row, filt, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L, PK>(p, sl, raw, row, filt, &id, &w, sk);
     if (live && (int)sl < k) {
       topk_ids[t * k + sl] = id;
       topk_weights[t * k + sl] = w;

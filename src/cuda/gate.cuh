@@ -178,7 +178,10 @@ static inline int32_t mr_seg_filter_on(int64_t n, int64_t from) {
  * filter by the least of the lanes' maxima): the launch's pk (the packed load, mr_load_pairs) and
  * its filt argument (mr_gate_packed_seg) for a filter decision `on` */
 static inline bool mr_seg_form_pk(void) { return mr_cuda_tune.gate_seg_form > 0; }
-static inline int32_t mr_seg_form_filt(int32_t on) { return on ? (mr_cuda_tune.gate_seg_form == 2 ? 2 : 1) : 0; }
+static inline int32_t mr_seg_form_filt(int32_t on) {
+  const int f = mr_cuda_tune.gate_seg_form;
+  return on ? (f == 2 || f == 3 ? f : 1) : 0;
+}
 
 static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_gate_p* p) {
   memset(p, 0, sizeof *p);
@@ -774,6 +777,87 @@ struct mr_x2 {
  * sorting network): past ~16 the insertion loop costs what the network does. */
 #define MR_SEG_FILTER_MAX 16u
 
+/* Shared words per warp of the rank form (below): each of the warp's 32 / LPR segments holds at
+ * most MR_SEG_RANK_CMAX(LPR) = 4 LPR candidates (a list per segment, 16-byte aligned) */
+#define MR_SEG_RANK_CMAX(LPR) (4 * (LPR))
+#define MR_SEG_RANK_WORDS 128
+/* The calling warp's MR_SEG_RANK_WORDS words of a CTA of NWARPS warps (the PK kernels alone call it:
+ * the other kernels keep no shared memory for it) */
+template <int NWARPS>
+__device__ __forceinline__ uint32_t* mr_seg_rank_smem(uint32_t warp) {
+  __shared__ __align__(16) uint32_t s[NWARPS * MR_SEG_RANK_WORDS];
+  return s + warp * MR_SEG_RANK_WORDS;
+}
+
+/* The segment rows' top k by ranks instead of lists and a butterfly (v21, knob gate_seg_form 3, PK
+ * only; mr_seg_filter_top's RANK, after its tight bound: acc, this lane's candidates, ok per lane).
+ * The candidates go to a list per segment in shared memory (sk: this warp's MR_SEG_RANK_WORDS words),
+ * each at its lane's exclusive prefix of the segment's counts; then each lane takes the list's
+ * slots sl, sl + LPR, ... and counts the keys of the list greater than each (the keys are distinct:
+ * they carry the expert index), and the key of rank r < k goes to word r. *my_key = the key of rank
+ * sl (lanes sl < k), top[0] = the row's largest key, top[1 ..] = 0: the same keys as the butterfly's
+ * top[sl] and top[0], so the same bits after. A lane stores a candidate with ~14 instructions where
+ * the list insertion takes ~40, and the ranks take ~2 C_w ceil(C_w / LPR) compares (C_w: the warp's
+ * largest segment list) where the butterfly takes ~140 instructions per warp step (perf-log v21).
+ * Returns false (warp-uniform; nothing written) where a lane's bound does not hold or it has more
+ * than MR_SEG_FILTER_MAX candidates, or a segment has more than 4 LPR: the caller takes the network. */
+template <int DT, int EPS, int LPR, int L>
+__device__ __forceinline__ bool mr_seg_rank_place(uint32_t sl, uint32_t acc, bool ok, const unsigned char* row,
+                                                  int k, uint32_t* sk, uint32_t* top, uint32_t* my_key) {
+  constexpr uint32_t CMAX = MR_SEG_RANK_CMAX(LPR);
+  static_assert((32 / LPR) * CMAX == MR_SEG_RANK_WORDS, "one list of 4 LPR words per segment");
+  const uint32_t c = (uint32_t)__popc(acc);
+  uint32_t incl = c; /* the segment's inclusive prefix of the counts */
+#pragma unroll
+  for (int off = 1; off < LPR; off <<= 1) {
+    const uint32_t v = __shfl_up_sync(MR_FULL_MASK, incl, off, LPR);
+    if (sl >= (uint32_t)off) incl += v;
+  }
+  const uint32_t C = __shfl_sync(MR_FULL_MASK, incl, LPR - 1, LPR);
+  if (!__all_sync(MR_FULL_MASK, ok && C <= CMAX)) return false;
+  uint32_t* s = sk + ((threadIdx.x & 31u) / LPR) * CMAX;
+  *reinterpret_cast<uint4*>(s + 4u * sl) = make_uint4(0u, 0u, 0u, 0u); /* zero keys: below every key */
+  __syncwarp();
+  const unsigned short* rp = reinterpret_cast<const unsigned short*>(row) + sl * (uint32_t)EPS;
+  const uint32_t inv0 = 0xffffu - sl * (uint32_t)EPS;
+  uint32_t pos = incl - c;
+#pragma unroll 1
+  while (acc != 0u) {
+    const uint32_t j = (uint32_t)__ffs(acc) - 1u;
+    acc &= acc - 1u;
+    const uint32_t r = ((j & 15u) << 1) | (j >> 4);
+    s[pos++] = mr_seg_key_hi<DT>((uint32_t)__ldg(rp + r) << 16) + (inv0 - r);
+  }
+  __syncwarp();
+  const uint32_t Cw = __reduce_max_sync(MR_FULL_MASK, C); /* >= k */
+  constexpr int NM = (int)(CMAX / LPR);                    /* 4 slots per lane */
+  uint32_t x[NM], rk[NM];
+#pragma unroll
+  for (int m = 0; m < NM; ++m) {
+    x[m] = s[sl + (uint32_t)(m * LPR)];
+    rk[m] = 0u;
+  }
+#pragma unroll 1
+  for (uint32_t j0 = 0; j0 < Cw; j0 += 4u) { /* warp-uniform; the slots past C hold 0 */
+    const uint4 q = *reinterpret_cast<const uint4*>(s + j0);
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+      if ((uint32_t)(m * LPR) < Cw) /* warp-uniform */
+        rk[m] += (uint32_t)(q.x > x[m]) + (uint32_t)(q.y > x[m]) + (uint32_t)(q.z > x[m]) + (uint32_t)(q.w > x[m]);
+  }
+  __syncwarp();
+#pragma unroll
+  for (int m = 0; m < NM; ++m) /* ranks are distinct; x = 0: no key (a slot past C, or m past the loop) */
+    if (x[m] != 0u && rk[m] < (uint32_t)k) s[rk[m]] = x[m];
+  __syncwarp();
+  *my_key = s[sl < (uint32_t)k ? sl : 0u];
+  top[0] = s[0];
+#pragma unroll
+  for (int i = 1; i < L; ++i) top[i] = 0u;
+  __syncwarp(); /* the next row's zeroing after every read */
+  return true;
+}
+
 /* The segment rows' top L by a filter (v20, knob gate_seg_filter): at large T the gate kernel
  * is bound by the ALU pipe, half of it the sorting network's min / max (docs/perf-log.md v20).
  * Each of the segment's LPR >= k lanes holds its own maximum, so at least k elements are >= th,
@@ -783,7 +867,9 @@ struct mr_x2 {
  * below every key: a key's high half is >= ord16(-inf) > 0). Keys carry the element's own
  * index (0xffff - e), the same keys as the network's path, so the butterfly that follows
  * returns the row's same top k in the same order. Positions k .. L-1 may differ (a lane with
- * fewer than L candidates leaves zeros there); no caller reads them.
+ * fewer than L candidates leaves zeros there, and with the tight bound a segment may hold only k
+ * candidates: lanes k .. L-1 then carry key 0, id 0xffff); no caller reads them (the gate kernel
+ * writes lanes sl < k, route's L1 ranks only those).
  *
  * Returns false (warp-uniform; top[] undefined) where the bound does not hold or would not
  * pay: a lane whose maximum is -inf or NaN (all its elements -inf / NaN: th says nothing about
@@ -800,9 +886,11 @@ struct mr_x2 {
  * its own check, only th > -inf. With random rows (a model of 20000 warps, perf-log v21) the
  * busiest lane of a warp holds 4.0 candidates instead of 6.9 (k = 8 over 8 lanes) and 3.8
  * instead of 6.1 (k = 4 over 4 lanes); the count costs LPR shuffles and 4 LPR compares. */
-template <int DT, int EPS, int LPR, int L, bool TB = false>
+template <int DT, int EPS, int LPR, int L, bool TB = false, bool RANK = false>
 __device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* pr, const unsigned char* row,
-                                                  int k, bool tight, uint32_t* top) {
+                                                  int k, bool tight, uint32_t* top, uint32_t* sk = nullptr,
+                                                  uint32_t* my_key = nullptr) {
+  static_assert(!RANK || TB, "the rank form takes the tight bound");
   static_assert(EPS % 2 == 0 && EPS <= 32, "filter: pairs of elements, 32 bits of mask");
   static_assert(LPR <= 16, "the tight bound's count: 16 bits per half");
   typedef mr_x2<DT> X;
@@ -841,6 +929,7 @@ __device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* p
 #pragma unroll
   for (int i = 0; i < NP; ++i) acc |= X::ge(pr[i], th) & (0x00010001u << i);
   ok = ok && (uint32_t)__popc(acc) <= MR_SEG_FILTER_MAX;
+  if constexpr (RANK) return mr_seg_rank_place<DT, EPS, LPR, L>(sl, acc, ok, row, k, sk, top, my_key);
   if (!__all_sync(MR_FULL_MASK, ok)) return false;
 #pragma unroll
   for (int i = 0; i < L; ++i) top[i] = 0u;
@@ -863,24 +952,37 @@ __device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* p
   return true;
 }
 
-/* PK (v21, knob gate_seg_form 1 - 2): src holds the lane's elements in pairs (mr_load_pairs), else
+/* PK (v21, knob gate_seg_form 1 - 3): src holds the lane's elements in pairs (mr_load_pairs), else
  * one per word (mr_load_lane<2, EPS>). filt (the launch's, uniform): 0 = the network, 1 = the filter
- * by the least of the lanes' maxima, 2 = by the tight bound where PK (mr_seg_filter_top's TB). */
+ * by the least of the lanes' maxima, 2 = by the tight bound where PK (mr_seg_filter_top's TB), 3 = the
+ * tight bound's candidates ranked in shared memory where PK (mr_seg_rank_place; sk: this warp's
+ * MR_SEG_RANK_WORDS words). PK false: 2 and 3 are 1. (The PK false path is kept apart by `if
+ * constexpr`: the default kernels' code stays as it was, results run 30 - 32.) */
 template <int DT, int EPS, int LPR, int L, bool PK = false>
 __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t sl, const uint32_t* src,
                                                    const unsigned char* row, int filt, int32_t* out_id,
-                                                   float* out_w) {
+                                                   float* out_w, uint32_t* sk = nullptr) {
   static_assert(EPS % L == 0 && L <= LPR && (LPR & (LPR - 1)) == 0 && LPR <= 32, "segment shape");
   constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
   constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
   uint32_t top[L];
   bool filtered = false;
+  [[maybe_unused]] bool ranked = false; /* PK: the rank form took the row (rk_key; top[0]) */
+  [[maybe_unused]] uint32_t rk_key = 0u;
   if constexpr (EPS <= 32)
     if (filt != 0 && p.num_experts == LPR * EPS) { /* uniform (filt: the launch's, mr_seg_filter_on) */
       uint32_t pr[EPS / 2];
 #pragma unroll
       for (int i = 0; i < EPS / 2; ++i) pr[i] = PK ? src[i] : __byte_perm(src[2 * i], src[2 * i + 1], 0x7632);
-      filtered = mr_seg_filter_top<DT, EPS, LPR, L, PK>(sl, pr, row, p.top_k, filt == 2, top);
+      if constexpr (PK) {
+        if (filt == 3)
+          ranked = filtered =
+              mr_seg_filter_top<DT, EPS, LPR, L, true, true>(sl, pr, row, p.top_k, true, top, sk, &rk_key);
+        else
+          filtered = mr_seg_filter_top<DT, EPS, LPR, L, true>(sl, pr, row, p.top_k, filt == 2, top);
+      } else {
+        filtered = mr_seg_filter_top<DT, EPS, LPR, L, PK>(sl, pr, row, p.top_k, filt == 2, top);
+      }
     }
   if (!filtered) {
 #pragma unroll
@@ -901,14 +1003,28 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
 #pragma unroll
     for (int i = 0; i < L; ++i) top[i] -= shift;
   }
+  uint32_t my_key;
+  if constexpr (PK) {
+    if (!ranked) { /* warp-uniform */
 #pragma unroll
-  for (int off = LPR / 2; off > 0; off >>= 1) {
-    uint32_t b[L];
+      for (int off = LPR / 2; off > 0; off >>= 1) {
+        uint32_t b[L];
 #pragma unroll
-    for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
-    mr_merge_top<uint32_t, L>(top, b);
+        for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
+        mr_merge_top<uint32_t, L>(top, b);
+      }
+    }
+    my_key = ranked ? rk_key : mr_top_of_lane<uint32_t, L>(top, sl);
+  } else {
+#pragma unroll
+    for (int off = LPR / 2; off > 0; off >>= 1) {
+      uint32_t b[L];
+#pragma unroll
+      for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
+      mr_merge_top<uint32_t, L>(top, b);
+    }
+    my_key = mr_top_of_lane<uint32_t, L>(top, sl);
   }
-  const uint32_t my_key = mr_top_of_lane<uint32_t, L>(top, sl);
   uint32_t om = top[0] >> 16;
   om = (om & 0x8000u) ? (om & 0x7fffu) : (~om & 0xffffu); /* unord16 */
   const float max = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(om << 16) : mr_f16hi_to_float(om << 16));

@@ -415,19 +415,21 @@ __device__ __forceinline__ void mr_large_seg_gate_body(const mr_gate_p& g, const
   for (uint32_t e = lane; e < E; e += 32) wc[e] = 0u;
   __syncwarp();
   const uint32_t lt = mr_lanemask_lt(), nb = mr_key_bits(E);
+  uint32_t* sk = nullptr; /* gate.cuh's rank form (v21, filt 3) */
+  if constexpr (PK) sk = mr_seg_rank_smem<NW>(warp);
 #pragma unroll 1
   for (int64_t tb = t0; tb < t1; tb += RPW) { /* warp-uniform */
     const int64_t t = tb + seg;
     const bool live = t < t1;
     uint32_t raw[PK ? EPS / 2 : EPS];
     const unsigned char* row = g.logits + (live ? t : t0) * g.row_bytes;
-    if (PK)
+    if constexpr (PK)
       mr_load_pairs<EPS>(row, sl, g.num_experts, ninf, live, raw);
     else
       mr_load_lane<2, EPS>(row, sl, g.num_experts, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_packed_seg<DT, EPS, LPR, L, PK>(g, sl, raw, row, filt, &id, &w);
+    mr_gate_packed_seg<DT, EPS, LPR, L, PK>(g, sl, raw, row, filt, &id, &w, sk);
     mr_large_rank_emit(La, wc, live && sl < k, id, w, t * (int64_t)k + sl, lt, nb, topk_ids, topk_weights);
   }
   __syncthreads(); /* every warp's counters final */
