@@ -617,7 +617,7 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
  * (renormalized softmax: the same weight expressions on every path). */
 typedef struct V6 {
   const char* name;
-  int mid_max, lpr, share, filt, form, lseg, lsw;
+  int mid_max, lpr, share, filt, form, lseg, lsw, pcn;
 } V6;
 /* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone; filt (11):
  * the filter at every T (its automatic rule: gate.cuh mr_seg_filter_on). v21 (knob gate_seg_form):
@@ -626,7 +626,9 @@ typedef struct V6 {
  * (15) packed with the network alone; wide (16): route's wide L1 by segments at any T*k (at T = 65536
  * too, where route is the chain: lab call 43 had it 1.2 us slower there), pk2wide (17) the same with pk2;
  * pk3 (18) packed, the tight bound's candidates ranked in shared memory, at every T, pk3auto (19) the same
- * by the automatic rule, pk3wide (20) pk3 with the wide L1 at any T*k */
+ * by the automatic rule, pk3wide (20) pk3 with the wide L1 at any T*k; clr200 / clr500 / clr1000 (21 - 23): P's
+ * clearing warps sleep that many ns after each 16 KB piece while their CTA routes, clrbar (24): they pause
+ * while their CTA's routing waits at a grid barrier (knob persist_clear_ns; route + buf and sort + buf) */
 static const V6 V6S[] = {
     {"auto", 0, 0, 0, 0, 0},       {"old", -1, 32, 0, 0, 0},       {"midoff", -1, 0, 0, 0, 0},
     {"lpr32", 0, 32, 0, 0, 0},     {"share512", 0, 0, 512, 0, 0},  {"share2048", 0, 0, 2048, 0, 0},
@@ -635,6 +637,8 @@ static const V6 V6S[] = {
     {"pk1", 0, 0, 0, 1, 1},        {"pk2", 0, 0, 0, 1, 2},         {"pk2auto", 0, 0, 0, 0, 2},
     {"pknet", 0, 0, 0, -1, 1},     {"wide", 0, 0, 0, 0, 0, 1, 16}, {"pk2wide", 0, 0, 0, 1, 2, 1, 16},
     {"pk3", 0, 0, 0, 1, 3},        {"pk3auto", 0, 0, 0, 0, 3},     {"pk3wide", 0, 0, 0, 1, 3, 1, 16},
+    {"clr200", 0, 0, 0, 0, 0, 0, 0, 200}, {"clr500", 0, 0, 0, 0, 0, 0, 0, 500},
+    {"clr1000", 0, 0, 0, 0, 0, 0, 0, 1000}, {"clrbar", 0, 0, 0, 0, 0, 0, 0, -100},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {
@@ -646,6 +650,7 @@ static void set_v6(int v) {
   mr_cuda_tune.gate_seg_form = V6S[v].form;
   mr_cuda_tune.large_seg = V6S[v].lseg;
   mr_cuda_tune.large_seg_warps = V6S[v].lsw;
+  mr_cuda_tune.persist_clear_ns = V6S[v].pcn;
 }
 static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
   for (int i = 0; i < NB; ++i)
@@ -665,12 +670,23 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   bind(&p, &b, 1, 0, &bu);
   bind(&pn, &b, 1, 0, &bn);
   bind(&pn, &b, 1, 1, &bs); /* sort with the expert mask */
-  HostOut r0, s0, g0;
+  HostOut r0, s0, g0, u0;
   int agree = 1;
   for (int v = 0; v < NV6; ++v) {
     if (!v6_takes(v)) continue;
     set_v6(v); /* v = 0 (auto) is the reference of every other variant */
-    HostOut r, q, g;
+    HostOut r, q, g, u;
+    /* route + buf (P with its clear where T is large): the layouts, and moe_buf all zero */
+    poison(&b);
+    if (moeroute_cuda_route(&p, &bu, s) != MOEROUTE_OK) { printf("route+buf: %s\n", moeroute_last_error()); exit(2); }
+    download(&b, &u);
+    for (size_t i = 0; i < p.moe_buf_bytes; ++i)
+      if (u.moe[64 + b.moe_off + i]) {
+        printf("v6 MOE_BUF not cleared %s T=%lld variant %s at %zu\n", sh->name, (long long)T, V6S[v].name, i);
+        g_fail++;
+        agree = 0;
+        break;
+      }
     /* the gate kernel alone (its top-k; the layouts stay poisoned alike) */
     poison(&b);
     if (moeroute_cuda_gate(&pn, &bn, s) != MOEROUTE_OK) { printf("gate: %s\n", moeroute_last_error()); exit(2); }
@@ -687,8 +703,9 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
       r0 = r;
       s0 = q;
       g0 = g;
+      u0 = u;
     } else {
-      if (!same_out(&r, &r0, &b) || !same_out(&q, &s0, &b) || !same_out(&g, &g0, &b)) {
+      if (!same_out(&r, &r0, &b) || !same_out(&q, &s0, &b) || !same_out(&g, &g0, &b) || !same_out(&u, &u0, &b)) {
         printf("v6 MISMATCH %s T=%lld variant %s\n", sh->name, (long long)T, V6S[v].name);
         agree = 0;
         g_fail++;
@@ -696,6 +713,7 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
       hostout_free(&r);
       hostout_free(&q);
       hostout_free(&g);
+      hostout_free(&u);
     }
   }
   /* moe_buf cleared by route + buf (auto) */
@@ -718,6 +736,7 @@ static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   hostout_free(&r0);
   hostout_free(&s0);
   hostout_free(&g0);
+  hostout_free(&u0);
   if (g_v6_notime) printf("v6 %-20s T=%6lld checked, agree %d\n", sh->name, (long long)T, agree);
   if (!g_v6_notime) spin_kernel<<<264, 128, 0, s>>>(20000000ull);
   const double ms = g_v6_notime ? 0.0 : time_op(OP_MEMSET, &p, &bu, s);

@@ -399,9 +399,14 @@ typedef struct mr_cuda_tuning {
                             least of the lanes' maxima), 1 = the row's words kept in pairs (no unpacking; the same
                             filter), 2 = as 1 with the filter's tight bound (the k-th largest of the segment's half
                             maxima), 3 = as 2 with the candidates ranked in shared memory instead of lists and a
-                            butterfly (gate.cuh mr_seg_rank_top). Where the filter runs is gate_seg_filter's; 1 - 3
+                            butterfly (gate.cuh mr_seg_rank_place). Where the filter runs is gate_seg_filter's; 1 - 3
                             apply where EPS <= 32 and LPR <= 8 (elsewhere 0, the filter then v20's). The same bits
                             in every form */
+  int persist_clear_ns;  /* P's clearing warps (large.cu, lab, v21; not yet run on a GPU): 0 = full speed (the
+                            default), > 0 = each sleeps this many ns after each 16 KB piece while its CTA's routing
+                            warps have not finished (the routing's dependent loads and grid barriers queue behind
+                            the clear's stores), < 0 = each pauses (polling every -ns ns) while its CTA's routing
+                            waits at a grid barrier. Outputs are the same either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

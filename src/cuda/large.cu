@@ -730,11 +730,23 @@ __device__ __forceinline__ void mr_large_grid_barrier(uint32_t* bar, uint32_t* t
 #define MR_LP_CW 4              /* clearing warps per P CTA */
 #define MR_LP_PIECE 1024u       /* units (16 B) per piece: 16 KB */
 #define MR_LP_NEXT 32           /* word of the piece counter after the barrier word (its own line) */
-__device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L) {
+/* The throttled form (TH, lab knob persist_clear_ns, v21): st is the CTA's routing state, written by
+ * its routing thread 0: MR_LP_ST_TAG | 0 routing, | 1 at a grid barrier, | 2 done (a word without
+ * the tag: not written yet, counted as routing). ns > 0: sleep ns after each piece until done;
+ * ns < 0: before each piece, wait (polling every -ns ns) while the routing is at a barrier. Only
+ * the timing changes: the pieces and their stores are the same. */
+#define MR_LP_ST_TAG 0x5e000000u
+template <bool TH = false>
+__device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, const volatile uint32_t* st = nullptr,
+                                                     int ns = 0) {
   const uint32_t lane = threadIdx.x & 31u;
   const size_t units = L->body_units;
   const uint4 z = make_uint4(0u, 0u, 0u, 0u);
   for (;;) {
+    if constexpr (TH) {
+      if (ns < 0)
+        while (*st == (MR_LP_ST_TAG | 1u)) __nanosleep((unsigned)-ns);
+    }
     uint32_t j = 0u;
     if (lane == 0) j = atomicAdd(L->bar + MR_LP_NEXT, 1u);
     j = __shfl_sync(MR_FULL_MASK, j, 0);
@@ -746,6 +758,9 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L) {
     } else {
       for (size_t u = u0 + lane; u < units; u += 32u) __stcs(L->body + u, z);
     }
+    if constexpr (TH) {
+      if (ns > 0 && *st != (MR_LP_ST_TAG | 2u)) __nanosleep((unsigned)ns);
+    }
   }
 }
 
@@ -755,29 +770,56 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L) {
  * has completed before they take a piece (clear_wait, or a gate launch between).
  * Shared memory: L1's counters, then L3's tables. One CTA per SM by default; two
  * fit under the register cap. */
+/* TH: the clearing warps throttled by the knob persist_clear_ns (clear_ns; v21 lab form, its own
+ * instantiation so that the default P is the code results runs 26 - 32 measured) */
+template <bool TH>
+__device__ __forceinline__ volatile uint32_t* mr_lp_state(void) {
+  if constexpr (TH) {
+    __shared__ uint32_t st;
+    return &st;
+  } else {
+    return nullptr;
+  }
+}
+template <bool TH = false>
 __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
-                            const __grid_constant__ mr_large_args L, const float* weights) {
+                            const __grid_constant__ mr_large_args L, const float* weights, int clear_ns) {
   extern __shared__ uint4 mr_lp_smem[];
+  volatile uint32_t* st = mr_lp_state<TH>();
   if (threadIdx.x >= MR_LT) {
     /* PDL's trigger does not promise that the zeroing launch's write is visible
      * here; its completion (the wait) does. Where a gate launch sits between them,
      * every gate CTA waited for the zeroing launch before it let P start. */
     if (L.clear_wait) mr_pdl_wait();
-    mr_large_piece_clear(&L);
+    mr_large_piece_clear<TH>(&L, st, clear_ns);
     return;
   }
+  if constexpr (TH)
+    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 0u;
   const uint32_t c = blockIdx.x, E = (uint32_t)L.num_experts;
   const uint32_t en_bits = mr_large_enabled_bits(o, E, threadIdx.x);
   mr_pdl_wait();
   mr_pdl_launch_dependents();
   uint32_t target = 0u;
   mr_large_count_body(ids, L, c, (uint32_t*)mr_lp_smem);
+  if constexpr (TH)
+    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 1u;
   mr_large_grid_barrier(L.bar, &target, L.chunks);
+  if constexpr (TH)
+    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 0u;
   for (uint32_t e = c * MR_LW + (threadIdx.x >> 5); e < E; e += L.chunks * MR_LW)
     mr_large_scan_row(L, e, threadIdx.x & 31u);
+  if constexpr (TH)
+    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 1u;
   mr_large_grid_barrier(L.bar, &target, L.chunks);
+  if constexpr (TH)
+    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 0u;
   mr_large_place_body<MR_LW>(o, L, weights, c, en_bits, mr_lp_smem);
+  if constexpr (TH) {
+    mr_l_sync(); /* every routing warp has placed */
+    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 2u;
+  }
 }
 
 /* Zeroes P's barrier word and piece counter once the previous work in the stream
@@ -1104,8 +1146,12 @@ static void mr_l_persist_args(const mr_config* cfg, const mr_sort_out* o, void* 
   L->clear_bulk = 0;
   *grid = L->chunks;
   int per = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, mr_large_persist_kernel, MR_LP_THREADS,
-                                                    mr_l_persist_smem(cfg)) != cudaSuccess) {
+  const cudaError_t oe = mr_cuda_tune.persist_clear_ns != 0
+                             ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, mr_large_persist_kernel<true>,
+                                                                             MR_LP_THREADS, mr_l_persist_smem(cfg))
+                             : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, mr_large_persist_kernel<false>,
+                                                                             MR_LP_THREADS, mr_l_persist_smem(cfg));
+  if (oe != cudaSuccess) {
     (void)cudaGetLastError();
     per = 0;
   }
@@ -1125,7 +1171,9 @@ static cudaError_t mr_l_launch_persist(const mr_config* cfg, const mr_sort_out* 
   lc.attrs = attr;
   lc.numAttrs = pdl ? 2 : 1;
   const float* w = o->sorted_weights ? weights : NULL;
-  const cudaError_t err = cudaLaunchKernelEx(&lc, mr_large_persist_kernel, ids, *o, *L, w);
+  const int ns = mr_cuda_tune.persist_clear_ns; /* the throttled clear (lab, v21): its own instantiation */
+  const cudaError_t err = ns != 0 ? cudaLaunchKernelEx(&lc, mr_large_persist_kernel<true>, ids, *o, *L, w, ns)
+                                  : cudaLaunchKernelEx(&lc, mr_large_persist_kernel<false>, ids, *o, *L, w, 0);
   if (err == cudaErrorCooperativeLaunchTooLarge) {
     /* the device has fewer SMs for us than it reports (MPS, green contexts): the
      * caller falls back to the three launches; the zeroing launch did no harm */
