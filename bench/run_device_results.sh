@@ -50,12 +50,13 @@ if [ "${WIDE_LAB:-0}" = 1 ]; then
   for t in ${TSORT_TOOLS:-memcheck racecheck synccheck}; do echo "== $t"; tail -4 $O/ts_$t.txt; rm -f $O/ts_$t.txt; done > $O/wide_lab_tsort_sanitize.log 2>&1
   LABLOGS="$LABLOGS wide_lab_tsort_sanitize.log"
 fi
-# optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with the variants FILT_VARIANTS (default 10 - 24:
-# the network alone, v20's filter at every T, v21's packed forms, the wide L1 at any T, P's throttled clear; large_lab.cu V6S): every output of each
-# bit for bit against the automatic default's, then gate / route / route + buf / sort timed side by side (FILT_TS:
-# the T list of DeepSeek-R1 softmax and GPT-OSS-120B, default large_lab's 64 .. 65536)
+# optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with the variants FILT_VARIANTS (default 10,11: the
+# segment rows without the filter, and v20's filter at every T; v21's lab forms are 12 - 24, large_lab.cu V6S,
+# and dev/lab_run55.sh runs them): every output of each bit for bit against the automatic default's, then gate /
+# route / route + buf / sort timed side by side (FILT_TS: the T list of DeepSeek-R1 softmax and GPT-OSS-120B,
+# default large_lab's 64 .. 65536)
 if [ "${FILT_LAB:-0}" = 1 ] && [ -x $B/large_lab ]; then
-  timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant ${FILT_VARIANTS:-10,11,12,13,14,15,16,17,18,19,20,21,22,23,24} ${FILT_TS:+--v6-ts $FILT_TS} > $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
+  timeout ${FILT_S:-90} $B/large_lab --v6 --v6-variant ${FILT_VARIANTS:-10,11} ${FILT_TS:+--v6-ts $FILT_TS} > $O/large_lab_filt.log 2>&1; echo "rc=$?" >> $O/large_lab_filt.log
   LABLOGS="$LABLOGS large_lab_filt.log"
 fi
 # optional (CUDA_CHECK=N): dev/cuda_check, N random configurations with the lab knobs drawn
