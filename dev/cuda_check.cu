@@ -269,15 +269,20 @@ static void gen_case(Case* c) {
  * kernel, so that the check of route's top-k against the gate kernel's holds bit for bit), the
  * filter and the form drawn, rows of ties, non-finite values and uniform values (bf16: exact ties) */
 static int g_seg_focus = 0;
+static long g_seg_filtered = 0, g_seg_form3 = 0; /* cases where the filter (form 3) can take the rows */
 static void seg_focus(Case* c) {
   static const int Es[] = {8, 16, 32, 60, 64, 100, 128, 128, 160, 200, 256, 256};
   static const int Ts[] = {1, 2, 7, 31, 32, 33, 100, 257, 1000, 2048, 4100, 8192};
+  static const int Tf[] = {32, 33, 100, 257, 1000, 2048, 4100};
   moeroute_params* p = &c->p;
-  p->num_experts = pick(Es, sizeof Es / sizeof *Es);
+  /* 70%: the rows the filter takes (E = LPR * EPS for the packed instantiations: E 128 or 256 with 4 or 8
+   * lanes per row, the filter on, the forms 1 - 3, mostly 3); else anything the segment rows take */
+  const int focus = urand() < 0.7;
+  p->num_experts = focus ? (urand() < 0.5 ? 128 : 256) : pick(Es, sizeof Es / sizeof *Es);
   int k = 1 + irand(8);
   if (k > p->num_experts) k = p->num_experts;
   p->top_k = k;
-  p->num_tokens = pick(Ts, sizeof Ts / sizeof *Ts);
+  p->num_tokens = focus ? pick(Tf, sizeof Tf / sizeof *Tf) : pick(Ts, sizeof Ts / sizeof *Ts);
   p->logits_dtype = urand() < 0.5 ? MOEROUTE_DTYPE_BF16 : MOEROUTE_DTYPE_FP16;
   p->score = MOEROUTE_SCORE_SOFTMAX;
   p->logits_row_stride = urand() < 0.3 ? p->num_experts + irand(8) : 0; /* odd strides: unaligned rows */
@@ -285,12 +290,27 @@ static void seg_focus(Case* c) {
   p->topk_groups = 1;
   c->has_bias = 0;
   if (p->moe_buf_bytes > (size_t)p->num_tokens * 7168u * 2u) p->moe_buf_bytes = (size_t)p->num_tokens * 64u;
+  if (urand() < 0.5) p->moe_buf_bytes = 0; /* route's L1 by segments (with a moe_buf, P after the gate kernel) */
   c->tune.force_general = 1;
   c->tune.large_seg = 1;
   static const int Lp[] = {4, 8, 8, 16};
   c->tune.gate_lpr = k <= 4 ? pick(Lp, 4) : 8 + 8 * irand(2);
   c->tune.gate_seg_filter = irand(2) ? 1 : irand(3) - 1;
   c->tune.gate_seg_form = irand(4);
+  if (focus) {
+    c->tune.gate_lpr = k <= 4 && urand() < 0.5 ? 4 : 8;
+    c->tune.gate_seg_filter = 1;
+    static const int Fm[] = {1, 2, 3, 3, 3};
+    c->tune.gate_seg_form = pick(Fm, 5);
+    if (c->logit_mode == 1 && urand() < 0.7) c->logit_mode = 0; /* ties: many candidates, the network's fallback */
+  }
+  /* E = LPR * EPS (EPS = 32 EPL / LPR, EPL 4 up to E = 128, else 8) with the packed form instantiated (EPS <= 32) */
+  const int epl = p->num_experts <= 128 ? 4 : 8, lpr = c->tune.gate_lpr;
+  const int eps = 32 * epl / lpr;
+  if (c->tune.gate_seg_filter == 1 && p->num_experts == lpr * eps && eps <= 32 && lpr <= 8 && p->num_tokens > 2) {
+    g_seg_filtered++;
+    if (c->tune.gate_seg_form == 3) g_seg_form3++;
+  }
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -950,6 +970,10 @@ int main(int argc, char** argv) {
       run_case(&c);
       fflush(stdout);
     }
+    if (g_seg_focus)
+      printf("seg: %ld cases with the filter on rows it can take (E = LPR * EPS, packed instantiation), %ld of them "
+             "in form 3 (whether a warp's rows took it or fell back is the device's call)\n",
+             g_seg_filtered, g_seg_form3);
     printf("check: %ld cases, %ld failures, %ld near-tie rows\n", g_cases, g_fail, g_ties);
   }
   if (do_time) {

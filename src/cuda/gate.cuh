@@ -778,9 +778,12 @@ struct mr_x2 {
 #define MR_SEG_FILTER_MAX 16u
 
 /* Shared words per warp of the rank form (below): each of the warp's 32 / LPR segments holds at
- * most MR_SEG_RANK_CMAX(LPR) = 4 LPR candidates (a list per segment, 16-byte aligned) */
+ * most MR_SEG_RANK_CMAX(LPR) = 4 LPR candidates in a list of its own, 5 LPR words apart (16-byte
+ * aligned, and the lists' starts on banks 0, 8, 16, 24 (LPR 8) or 0, 20, 8, 28, ... (LPR 4): the
+ * segments' 16-byte reads of their lists do not share banks; 4 LPR apart they would, 4-way) */
 #define MR_SEG_RANK_CMAX(LPR) (4 * (LPR))
-#define MR_SEG_RANK_WORDS 128
+#define MR_SEG_RANK_STRIDE(LPR) (5 * (LPR))
+#define MR_SEG_RANK_WORDS 160
 /* The calling warp's MR_SEG_RANK_WORDS words of a CTA of NWARPS warps (the PK kernels alone call it:
  * the other kernels keep no shared memory for it) */
 template <int NWARPS>
@@ -805,7 +808,7 @@ template <int DT, int EPS, int LPR, int L>
 __device__ __forceinline__ bool mr_seg_rank_place(uint32_t sl, uint32_t acc, bool ok, const unsigned char* row,
                                                   int k, uint32_t* sk, uint32_t* top, uint32_t* my_key) {
   constexpr uint32_t CMAX = MR_SEG_RANK_CMAX(LPR);
-  static_assert((32 / LPR) * CMAX == MR_SEG_RANK_WORDS, "one list of 4 LPR words per segment");
+  static_assert((32 / LPR) * MR_SEG_RANK_STRIDE(LPR) == MR_SEG_RANK_WORDS, "one list per segment, 5 LPR apart");
   const uint32_t c = (uint32_t)__popc(acc);
   uint32_t incl = c; /* the segment's inclusive prefix of the counts */
 #pragma unroll
@@ -815,7 +818,7 @@ __device__ __forceinline__ bool mr_seg_rank_place(uint32_t sl, uint32_t acc, boo
   }
   const uint32_t C = __shfl_sync(MR_FULL_MASK, incl, LPR - 1, LPR);
   if (!__all_sync(MR_FULL_MASK, ok && C <= CMAX)) return false;
-  uint32_t* s = sk + ((threadIdx.x & 31u) / LPR) * CMAX;
+  uint32_t* s = sk + ((threadIdx.x & 31u) / LPR) * (uint32_t)MR_SEG_RANK_STRIDE(LPR);
   *reinterpret_cast<uint4*>(s + 4u * sl) = make_uint4(0u, 0u, 0u, 0u); /* zero keys: below every key */
   __syncwarp();
   const unsigned short* rp = reinterpret_cast<const unsigned short*>(row) + sl * (uint32_t)EPS;
