@@ -83,7 +83,7 @@ KERNELS = [
     ("pair, 2nd launch at T <= 32: the one-pass sort", "tiny.cu", "mr_tiny_sort_kernel(", TSORT),
     ("gate kernel at large T, DeepSeek-R1 softmax (8 lanes per row; the filter of v20 and the network)",
      "gate.cu", "mr_gate_seg_kernel<1, 32, 8, 8, false>", GATE),
-    ("gate kernel at large T, DeepSeek-R1 softmax, packed pairs (v21 lab knob gate_seg_form 1 - 2: both bounds)",
+    ("gate kernel at large T, DeepSeek-R1 softmax, packed pairs (v21 lab knob gate_seg_form 1 - 3: both bounds, and the ranks of form 3)",
      "gate.cu", "mr_gate_seg_kernel<1, 32, 8, 8, true>", GATE),
 ]
 
