@@ -51,7 +51,7 @@ if [ "${WIDE_LAB:-0}" = 1 ]; then
   LABLOGS="$LABLOGS wide_lab_tsort_sanitize.log"
 fi
 # optional (FILT_LAB=1, with LARGE_LAB=1): large_lab --v6 with the variants FILT_VARIANTS (default 10,11: the
-# segment rows without the filter, and v20's filter at every T; v21's lab forms are 12 - 24, large_lab.cu V6S,
+# segment rows without the filter, and v20's filter at every T; v21's lab forms are 12 - 25, large_lab.cu V6S,
 # and dev/lab_run55.sh runs them): every output of each bit for bit against the automatic default's, then gate /
 # route / route + buf / sort timed side by side (FILT_TS: the T list of DeepSeek-R1 softmax and GPT-OSS-120B,
 # default large_lab's 64 .. 65536)

@@ -4,7 +4,7 @@
 #   the segment rows in packed pairs (gate_seg_form 1), with the filter's tight bound (2), with the
 #     candidates ranked in shared memory (3), and the wide L1 by segments at any T*k beside them;
 #   P's clearing warps throttled (persist_clear_ns > 0) or paused at grid barriers (< 0).
-# 1. alone on the GPU: large_lab --v6, variants 10 - 24 (large_lab.cu V6S) at T = 4096 .. 65536 for
+# 1. alone on the GPU: large_lab --v6, variants 10 - 25 (large_lab.cu V6S) at T = 2048 .. 65536 for
 #    DeepSeek-R1 softmax and GPT-OSS-120B (and three presets at 1024): every variant's gate kernel top-k,
 #    route, sort and route + buf (moe_buf checked zero) against the automatic default's, bit for bit, then
 #    gate / route / route + buf / sort and the memset timed side by side (kernel metric);
@@ -17,8 +17,8 @@
 # Typical ~420 s (build ~100).
 LAB=lab55 . dev/lab_prelude.sh large_lab cuda_check
 step() { local name=$1 t=$2; shift 2; timeout $t "$@" > $O/$name.log 2>&1; echo "$name rc=$?" >> $O/status.log; }
-step v6 ${V6_S:-240} $B/large_lab --v6 --v6-variant 10,11,12,13,14,15,16,17,18,19,20,21,22,23,24 \
-  --v6-ts ${V6_TS:-4096,8192,16384,32768,65536}
+step v6 ${V6_S:-260} $B/large_lab --v6 --v6-variant 10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25 \
+  --v6-ts ${V6_TS:-2048,4096,8192,16384,32768,65536}
 step ncu ${NCU_S:-60} ncu --clock-control none --metrics gpu__time_duration.sum \
   -k regex:"mr_gate_seg_kernel|mr_large_seg_gate|mr_large_persist" -c 120 \
   $B/large_lab --v6 --v6-notime --v6-variant 18,21 --v6-ts 65536
