@@ -37,3 +37,7 @@ echo "== launched"; grep -oE "(mr_gate_seg_kernel|mr_large_seg_gate_kernel|mr_la
 for f in seg_check cuda_check; do echo "== $f"; grep -E "^check:|FAIL" $O/$f.log | head -4; done
 for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|v6 check" $O/v6_$tool.log | tail -2; done
 cat $O/env.log
+# the device tool returns about eight files: the timing log, its tables, env and status stay; the rest in one tarball
+(cd $O && tar czf logs.tgz build.log ncu.log seg_check.log cuda_check.log v6_memcheck.log v6_racecheck.log \
+  v6_synccheck.log 2>/dev/null && rm -f build.log ncu.log seg_check.log cuda_check.log v6_memcheck.log \
+  v6_racecheck.log v6_synccheck.log)
