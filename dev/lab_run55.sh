@@ -34,7 +34,7 @@ cat $O/status.log
 grep -hE "MISMATCH|MOE_BUF|check:" $O/v6.log | head -8
 python3 bench/v6_table.py $O/v6.log --measures gate,route,route+buf/memset > $O/v6_table.md 2>&1; cat $O/v6_table.md
 echo "== launched"; grep -oE "(mr_gate_seg_kernel|mr_large_seg_gate_kernel|mr_large_seg_gate_wide_kernel|mr_large_persist_kernel)<[^(]*>" $O/ncu.log | sort | uniq -c
-for f in seg_check cuda_check; do echo "== $f"; grep -E "^check:|FAIL" $O/$f.log | head -4; done
+for f in seg_check cuda_check; do echo "== $f"; grep -E "^(check|seg):|FAIL" $O/$f.log | head -5; done
 for tool in memcheck racecheck synccheck; do echo "== $tool"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|v6 check" $O/v6_$tool.log | tail -2; done
 cat $O/env.log
 # the device tool returns about eight files: the timing log, its tables, env and status stay; the rest in one tarball
