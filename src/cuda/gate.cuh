@@ -219,6 +219,16 @@ static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_g
  * aligned to the vector; a lane whose range straddles E, or an unaligned base,
  * takes scalar loads behind one branch.
  */
+/* Four 32-bit words from p (16-byte aligned) into w[0..3], or `fill` in each where !in (no access) */
+__device__ __forceinline__ void mr_ldg_words4(const unsigned char* p, bool in, uint32_t fill, uint32_t* w) {
+  uint4 q = make_uint4(fill, fill, fill, fill);
+  if (in) q = __ldg((const uint4*)p);
+  w[0] = q.x;
+  w[1] = q.y;
+  w[2] = q.z;
+  w[3] = q.w;
+}
+
 template <int ESZ, int EPL>
 __device__ __forceinline__ void mr_load_lane(const unsigned char* base, uint32_t lane, int E, uint32_t fill, bool live,
                                              uint32_t* out) {
@@ -236,12 +246,7 @@ __device__ __forceinline__ void mr_load_lane(const unsigned char* base, uint32_t
 #pragma unroll
     for (int v = 0; v < NV; ++v) {
       if (PER == 4) {
-        uint4 q = make_uint4(0u, 0u, 0u, 0u);
-        if (in) q = __ldg((const uint4*)(p + v * 16));
-        w[v * 4 + 0] = q.x;
-        w[v * 4 + 1] = q.y;
-        w[v * 4 + 2] = q.z;
-        w[v * 4 + 3] = q.w;
+        mr_ldg_words4(p + v * 16, in, 0u, w + v * 4);
       } else {
         uint2 q = make_uint2(0u, 0u);
         if (in) q = __ldg((const uint2*)p);
@@ -296,14 +301,7 @@ __device__ __forceinline__ void mr_load_pairs(const unsigned char* base, uint32_
     const uint32_t fw = fv | (fv << 16);
     const bool in = live && e0 < E;
 #pragma unroll
-    for (int v = 0; v < NV; ++v) {
-      uint4 q = make_uint4(fw, fw, fw, fw);
-      if (in) q = __ldg((const uint4*)(p + v * 16));
-      w[v * 4 + 0] = q.x;
-      w[v * 4 + 1] = q.y;
-      w[v * 4 + 2] = q.z;
-      w[v * 4 + 3] = q.w;
-    }
+    for (int v = 0; v < NV; ++v) mr_ldg_words4(p + v * 16, in, fw, w + v * 4);
   } else {
 #pragma unroll
     for (int i = 0; i < EPS / 2; ++i) {
