@@ -953,6 +953,19 @@ __device__ __forceinline__ bool mr_seg_filter_top(uint32_t sl, const uint32_t* p
   return true;
 }
 
+/* The segment's lists merged across its LPR lanes (log2 LPR butterfly stages): every lane ends with
+ * the segment's top L, descending */
+template <int LPR, int L>
+__device__ __forceinline__ void mr_seg_butterfly(uint32_t* top) {
+#pragma unroll
+  for (int off = LPR / 2; off > 0; off >>= 1) {
+    uint32_t b[L];
+#pragma unroll
+    for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
+    mr_merge_top<uint32_t, L>(top, b);
+  }
+}
+
 /* PK (v21, knob gate_seg_form 1 - 3): src holds the lane's elements in pairs (mr_load_pairs), else
  * one per word (mr_load_lane<2, EPS>). filt (the launch's, uniform): 0 = the network, 1 = the filter
  * by the least of the lanes' maxima, 2 = by the tight bound where PK (mr_seg_filter_top's TB), 3 = the
@@ -1006,24 +1019,10 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
   }
   uint32_t my_key;
   if constexpr (PK) {
-    if (!ranked) { /* warp-uniform */
-#pragma unroll
-      for (int off = LPR / 2; off > 0; off >>= 1) {
-        uint32_t b[L];
-#pragma unroll
-        for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
-        mr_merge_top<uint32_t, L>(top, b);
-      }
-    }
+    if (!ranked) mr_seg_butterfly<LPR, L>(top); /* warp-uniform */
     my_key = ranked ? rk_key : mr_top_of_lane<uint32_t, L>(top, sl);
   } else {
-#pragma unroll
-    for (int off = LPR / 2; off > 0; off >>= 1) {
-      uint32_t b[L];
-#pragma unroll
-      for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
-      mr_merge_top<uint32_t, L>(top, b);
-    }
+    mr_seg_butterfly<LPR, L>(top);
     my_key = mr_top_of_lane<uint32_t, L>(top, sl);
   }
   uint32_t om = top[0] >> 16;
