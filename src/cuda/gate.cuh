@@ -796,9 +796,9 @@ __device__ __forceinline__ uint32_t* mr_seg_rank_smem(uint32_t warp) {
  * each at its lane's exclusive prefix of the segment's counts; then each lane takes the list's
  * slots sl, sl + LPR, ... and counts the keys of the list greater than each (the keys are distinct:
  * they carry the expert index), and the key of rank r < k goes to word r. *my_key = the key of rank
- * sl (lanes sl < k), top[0] = the row's largest key, top[1 ..] = 0: the same keys as the butterfly's
- * top[sl] and top[0], so the same bits after. A lane stores a candidate with ~14 instructions where
- * the list insertion takes ~40, and the ranks take ~2 C_w ceil(C_w / LPR) compares (C_w: the warp's
+ * sl (lanes sl < k), top[0] = the row's largest key (top[1 ..] unset: the caller reads top[0]
+ * alone): the same keys as the butterfly's top[sl] and top[0], so the same bits after. A lane
+ * stores a candidate with ~22 instructions (SASS) where the list insertion takes ~40, and the ranks take ~2 C_w ceil(C_w / LPR) compares (C_w: the warp's
  * largest segment list) where the butterfly takes ~140 instructions per warp step (perf-log v21).
  * Returns false (warp-uniform; nothing written) where a lane's bound does not hold or it has more
  * than MR_SEG_FILTER_MAX candidates, or a segment has more than 4 LPR: the caller takes the network. */
@@ -853,8 +853,6 @@ __device__ __forceinline__ bool mr_seg_rank_place(uint32_t sl, uint32_t acc, boo
   __syncwarp();
   *my_key = s[sl < (uint32_t)k ? sl : 0u];
   top[0] = s[0];
-#pragma unroll
-  for (int i = 1; i < L; ++i) top[i] = 0u;
   __syncwarp(); /* the next row's zeroing after every read */
   return true;
 }
