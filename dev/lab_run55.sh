@@ -17,7 +17,7 @@
 # Typical ~420 s (build ~100).
 LAB=lab55 . dev/lab_prelude.sh large_lab cuda_check
 step() { local name=$1 t=$2; shift 2; timeout $t "$@" > $O/$name.log 2>&1; echo "$name rc=$?" >> $O/status.log; }
-step v6 ${V6_S:-260} $B/large_lab --v6 --v6-variant 10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25 \
+step v6 ${V6_S:-260} $B/large_lab --v6 --v6-variant ${V6_VARIANTS:-10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25} \
   --v6-ts ${V6_TS:-2048,4096,8192,16384,32768,65536}
 step ncu ${NCU_S:-60} ncu --clock-control none --metrics gpu__time_duration.sum \
   -k regex:"mr_gate_seg_kernel|mr_large_seg_gate|mr_large_persist" -c 120 \
