@@ -257,8 +257,8 @@ static void gen_case(Case* c) {
   c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
   c->tune.wide_rank_unroll = irand(3) - 1; /* the grouped wide rows' group ranks unrolled (v17): off / auto / on */
   c->tune.gate_seg_filter = irand(3) - 1; /* the segment rows' filter before the network (v20): never / auto / always */
-  c->tune.gate_seg_form = irand(4); /* the segment rows' form (v21): unpacked / packed pairs / packed, tight bound /
-                                       packed, tight bound, ranks */
+  c->tune.gate_seg_form = irand(5) - 1; /* the segment rows' form (v21): v20's / automatic / packed pairs / packed,
+                                           tight bound / packed, tight bound, ranks */
   static const int Pc[] = {0, 0, 0, 300, -100}; /* P's clearing warps throttled (v21): off / sleep / pause at barriers */
   c->tune.persist_clear_ns = pick(Pc, 5);
 }
@@ -296,20 +296,21 @@ static void seg_focus(Case* c) {
   static const int Lp[] = {4, 8, 8, 16};
   c->tune.gate_lpr = k <= 4 ? pick(Lp, 4) : 8 + 8 * irand(2);
   c->tune.gate_seg_filter = irand(2) ? 1 : irand(3) - 1;
-  c->tune.gate_seg_form = irand(4);
+  c->tune.gate_seg_form = irand(5) - 1;
   if (focus) {
     c->tune.gate_lpr = k <= 4 && urand() < 0.5 ? 4 : 8;
     c->tune.gate_seg_filter = 1;
-    static const int Fm[] = {1, 2, 3, 3, 3};
-    c->tune.gate_seg_form = pick(Fm, 5);
+    static const int Fm[] = {0, 1, 2, 3, 3, 0};
+    c->tune.gate_seg_form = pick(Fm, 6);
     if (c->logit_mode == 1 && urand() < 0.7) c->logit_mode = 0; /* ties: many candidates, the network's fallback */
   }
   /* E = LPR * EPS (EPS = 32 EPL / LPR, EPL 4 up to E = 128, else 8) with the packed form instantiated (EPS <= 32) */
   const int epl = p->num_experts <= 128 ? 4 : 8, lpr = c->tune.gate_lpr;
   const int eps = 32 * epl / lpr;
+  const int form = c->tune.gate_seg_form;
   if (c->tune.gate_seg_filter == 1 && p->num_experts == lpr * eps && eps <= 32 && lpr <= 8 && p->num_tokens > 2) {
     g_seg_filtered++;
-    if (c->tune.gate_seg_form == 3) g_seg_form3++;
+    if (form == 3 || (form == 0 && lpr == 8)) g_seg_form3++; /* form 0 (automatic) ranks at 8 lanes (gate.cuh) */
   }
 }
 
@@ -538,11 +539,11 @@ static void run_case(const Case* c) {
       }
     }
     if (((uint32_t*)gate_ids)[n] != 0xA5A5A5A5u) FAIL("gate wrote past topk_ids");
-    /* --seg: the drawn form and filter against the sorting network of the default form, bit for bit
+    /* --seg: the drawn form and filter against v20's form's sorting network, bit for bit
      * (the CPU check above lets a tied element through as a near tie; the network picks the lower
      * index, and so must every form) */
-    if (g_seg_focus && (c->tune.gate_seg_form != 0 || c->tune.gate_seg_filter >= 0)) {
-      mr_cuda_tune.gate_seg_form = 0;
+    if (g_seg_focus && (c->tune.gate_seg_form != -1 || c->tune.gate_seg_filter >= 0)) {
+      mr_cuda_tune.gate_seg_form = -1; /* v20's form: the row unpacked, the network alone */
       mr_cuda_tune.gate_seg_filter = -1;
       out_poison(&dev, &h.sz, 1);
       out_buffers(&dev, &db, 1);

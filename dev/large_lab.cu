@@ -630,7 +630,9 @@ typedef struct V6 {
  * clearing warps sleep that many ns after each 16 KB piece while their CTA routes, clrbar (24): they pause
  * while their CTA's routing waits at a grid barrier (knob persist_clear_ns; route + buf and sort + buf);
  * pk3l8 (25): pk3 with 8 lanes per row at every T (the packed forms exist for LPR <= 8: the automatic
- * rule takes 16 lanes at T = 2048 - 4095 for k = 8, 1024 - 4095 for k <= 4) */
+ * rule takes 16 lanes at T = 2048 - 4095 for k = 8, 1024 - 4095 for k <= 4). From session 23 form 0 is the
+ * automatic form (gate.cuh mr_seg_gate_form: the gate kernel packed where it can be, its filter from T*k =
+ * 65536 in form 3 / 2), so every variant with form 0 takes it; v20 (26) is the default of lab call 55. */
 static const V6 V6S[] = {
     {"auto", 0, 0, 0, 0, 0},       {"old", -1, 32, 0, 0, 0},       {"midoff", -1, 0, 0, 0, 0},
     {"lpr32", 0, 32, 0, 0, 0},     {"share512", 0, 0, 512, 0, 0},  {"share2048", 0, 0, 2048, 0, 0},
@@ -641,7 +643,7 @@ static const V6 V6S[] = {
     {"pk3", 0, 0, 0, 1, 3},        {"pk3auto", 0, 0, 0, 0, 3},     {"pk3wide", 0, 0, 0, 1, 3, 1, 16},
     {"clr200", 0, 0, 0, 0, 0, 0, 0, 200}, {"clr500", 0, 0, 0, 0, 0, 0, 0, 500},
     {"clr1000", 0, 0, 0, 0, 0, 0, 0, 1000}, {"clrbar", 0, 0, 0, 0, 0, 0, 0, -100},
-    {"pk3l8", 0, 8, 0, 1, 3},
+    {"pk3l8", 0, 8, 0, 1, 3},      {"v20", 0, 0, 0, 0, -1},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static void set_v6(int v) {

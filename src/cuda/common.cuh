@@ -394,15 +394,17 @@ typedef struct mr_cuda_tuning {
   int gtm_probe;         /* lab probes of gtm's K2: 2 = its expert CTAs return after their PDL wait (the launches
                             alone; WRONG outputs), 3 = %globaltimer stamps of its phases in the spare words of the
                             status lines (outputs right) */
-  int gate_seg_form;     /* the segment rows' form (v21, gate.cuh mr_load_pairs / mr_seg_filter_top's TB; lab, not
-                            yet run on a GPU): 0 = today's (each element unpacked on load, the filter's bound the
-                            least of the lanes' maxima), 1 = the row's words kept in pairs (no unpacking; the same
-                            filter), 2 = as 1 with the filter's tight bound (the k-th largest of the segment's half
-                            maxima), 3 = as 2 with the candidates ranked in shared memory instead of lists and a
-                            butterfly (gate.cuh mr_seg_rank_place). Where the filter runs is gate_seg_filter's; 1 - 3
-                            apply where EPS <= 32 and LPR <= 8 (elsewhere 0, the filter then v20's). The same bits
-                            in every form */
-  int persist_clear_ns;  /* P's clearing warps (large.cu, lab, v21; not yet run on a GPU): 0 = full speed (the
+  int gate_seg_form;     /* the segment rows' form (v21, gate.cuh mr_load_pairs / mr_seg_filter_top's TB /
+                            mr_seg_rank_place): 0 = automatic (gate.cuh mr_seg_gate_form: the gate kernel packed
+                            where it can be, the filter from T*k = 65536 in form 3 at 8 lanes per row, 2 at 4; route's
+                            L1 by segments in v20's form), -1 = v20's form everywhere (each element unpacked on load,
+                            the filter's bound the least of the lanes' maxima), 1 = the row's words kept in pairs (no
+                            unpacking; v20's filter), 2 = as 1 with the filter's tight bound (the k-th largest of the
+                            segment's half maxima), 3 = as 2 with the candidates ranked in shared memory instead of
+                            lists and a butterfly. Where the filter runs is gate_seg_filter's (its rule for the packed
+                            gate kernel: T*k >= 65536); 1 - 3 apply where EPS <= 32 and LPR <= 8 (elsewhere v20's
+                            form). The same bits in every form */
+  int persist_clear_ns;  /* P's clearing warps (large.cu, lab, v21; lab call 55: no gain, clr500 within 1%): 0 = full speed (the
                             default), > 0 = each sleeps this many ns after each 16 KB piece while its CTA's routing
                             warps have not finished (the routing's dependent loads and grid barriers queue behind
                             the clear's stores), < 0 = each pauses (polling every -ns ns) while its CTA's routing

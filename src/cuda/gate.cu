@@ -342,11 +342,13 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
   if (lpr != 0) {
     /* the filter (gate.cuh mr_seg_filter_on), never beside a clear unless the knob forces it */
     const int beside = (clear_bytes > 0 || mr_gate_threads_cap != 0) && mr_cuda_tune.gate_seg_filter <= 0;
-    const int filt = mr_seg_form_filt(!beside && mr_seg_filter_on(cfg->num_tokens, MR_SEG_FILTER_T_GATE));
+    bool pk;
+    int32_t filt;
+    mr_seg_gate_form(cfg->num_tokens, p.top_k, epl, lpr, beside, &pk, &filt); /* gate.cuh */
     const mr_seg_launcher launch = {&p, topk_ids, topk_weights, clear_buf, clear_bytes, filt, stream};
     if (cfg->dtype == MOEROUTE_DTYPE_BF16)
-      return mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, mr_seg_form_pk(), launch);
-    return mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, mr_seg_form_pk(), launch);
+      return mr_gate_seg_dispatch<MOEROUTE_DTYPE_BF16>(epl, lpr, p.top_k, pk, launch);
+    return mr_gate_seg_dispatch<MOEROUTE_DTYPE_FP16>(epl, lpr, p.top_k, pk, launch);
   }
   if (mr_gate_wide_fits(cfg, a, kind)) {
     if (cfg->dtype == MOEROUTE_DTYPE_FP32)

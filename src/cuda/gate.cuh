@@ -174,13 +174,39 @@ static inline int32_t mr_seg_filter_on(int64_t n, int64_t from) {
   const int knob = mr_cuda_tune.gate_seg_filter;
   return knob > 0 || (knob == 0 && n >= from);
 }
-/* The segment kernels' form (v21, knob gate_seg_form; 0, today's default: mr_load_lane and the
- * filter by the least of the lanes' maxima): the launch's pk (the packed load, mr_load_pairs) and
- * its filt argument (mr_gate_packed_seg) for a filter decision `on` */
+/* The segment kernels' form (v21, knob gate_seg_form): the launch's pk (the packed load,
+ * mr_load_pairs) and its filt argument (mr_gate_packed_seg) for a filter decision `on`.
+ * Knob: 0 automatic (below), -1 v20's form everywhere (mr_load_lane, the filter by the least of
+ * the lanes' maxima), 1 - 3 that form wherever a packed instantiation exists.
+ * Route's L1 by segments (large.cu) keeps v20's form unless the knob forces one: lab call 55
+ * (H100, d00fee4, dev/runs/run55) measured its packed instantiations 1.57 - 1.63x slower for
+ * DeepSeek-R1 softmax route at T = 16384 / 32768 (32.47 / 56.01 against 20.73 / 34.49 us; not
+ * understood, perf-log v21). */
 static inline bool mr_seg_form_pk(void) { return mr_cuda_tune.gate_seg_form > 0; }
 static inline int32_t mr_seg_form_filt(int32_t on) {
   const int f = mr_cuda_tune.gate_seg_form;
   return on ? (f == 2 || f == 3 ? f : 1) : 0;
+}
+/* The gate kernel's automatic form (knob 0; v21, lab call 55, H100, gate kernel alone, kernel
+ * metric): where a packed instantiation exists (EPS <= 32, LPR <= 8: DeepSeek-R1 softmax, GPT-OSS-120B
+ * and the other 16-bit softmax rows of E <= 256), the row in packed pairs at every T (DeepSeek-R1
+ * T = 8192 4.39 against 5.85 us, never slower by more than 0.4%), the filter from T*k = 65536
+ * (MR_SEG_FILTER_N_PK; DeepSeek-R1 T = 4096 / 8192 3.20 / 3.89 against 2.95 / 4.39 unfiltered,
+ * GPT-OSS-120B T = 8192 / 16384 2.72 / 3.27 against 2.53 / 3.52), with the tight bound's
+ * candidates ranked in shared memory at 8 lanes per row (form 3: DeepSeek-R1 T = 65536 16.66
+ * against form 2's 17.78 and v20's 22.50) and sorted lists at 4 (form 2: GPT-OSS-120B 6.92 against
+ * form 3's 7.70 and v20's 8.71). Elsewhere v20's rule (mr_seg_filter_on from T = 32768). */
+#define MR_SEG_FILTER_N_PK 65536 /* T*k */
+static inline bool mr_seg_pk_exists(int epl, int lpr) { return 32 * epl / lpr <= 32 && lpr <= 8; }
+static inline void mr_seg_gate_form(int64_t T, int k, int epl, int lpr, int beside, bool* pk, int32_t* filt) {
+  const int f = mr_cuda_tune.gate_seg_form;
+  if (f == 0 && mr_seg_pk_exists(epl, lpr)) {
+    *pk = true;
+    *filt = !beside && mr_seg_filter_on(T * k, MR_SEG_FILTER_N_PK) ? (lpr == 8 ? 3 : 2) : 0;
+    return;
+  }
+  *pk = mr_seg_form_pk();
+  *filt = mr_seg_form_filt(!beside && mr_seg_filter_on(T, MR_SEG_FILTER_T_GATE));
 }
 
 static inline void mr_gate_p_init(const mr_gate_args* a, moeroute_dtype dt, mr_gate_p* p) {

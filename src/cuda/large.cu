@@ -734,7 +734,8 @@ __device__ __forceinline__ void mr_large_grid_barrier(uint32_t* bar, uint32_t* t
  * its routing thread 0: MR_LP_ST_TAG | 0 routing, | 1 at a grid barrier, | 2 done (a word without
  * the tag: not written yet, counted as routing). ns > 0: sleep ns after each piece until done;
  * ns < 0: before each piece, wait (polling every -ns ns) while the routing is at a barrier. Only
- * the timing changes: the pieces and their stores are the same. */
+ * the timing changes: the pieces and their stores are the same. The state word is read and written
+ * by shared-memory atomics (run 55's racecheck flagged the plain volatile accesses as hazards). */
 #define MR_LP_ST_TAG 0x5e000000u
 template <bool TH = false>
 __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, const volatile uint32_t* st = nullptr,
@@ -745,7 +746,7 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, con
   for (;;) {
     if constexpr (TH) {
       if (ns < 0)
-        while (*st == (MR_LP_ST_TAG | 1u)) __nanosleep((unsigned)-ns);
+        while (atomicAdd((uint32_t*)st, 0u) == (MR_LP_ST_TAG | 1u)) __nanosleep((unsigned)-ns);
     }
     uint32_t j = 0u;
     if (lane == 0) j = atomicAdd(L->bar + MR_LP_NEXT, 1u);
@@ -759,7 +760,7 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, con
       for (size_t u = u0 + lane; u < units; u += 32u) __stcs(L->body + u, z);
     }
     if constexpr (TH) {
-      if (ns > 0 && *st != (MR_LP_ST_TAG | 2u)) __nanosleep((unsigned)ns);
+      if (ns > 0 && atomicAdd((uint32_t*)st, 0u) != (MR_LP_ST_TAG | 2u)) __nanosleep((unsigned)ns);
     }
   }
 }
@@ -796,7 +797,7 @@ __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     return;
   }
   if constexpr (TH)
-    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 0u;
+    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 0u);
   const uint32_t c = blockIdx.x, E = (uint32_t)L.num_experts;
   const uint32_t en_bits = mr_large_enabled_bits(o, E, threadIdx.x);
   mr_pdl_wait();
@@ -804,21 +805,21 @@ __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
   uint32_t target = 0u;
   mr_large_count_body(ids, L, c, (uint32_t*)mr_lp_smem);
   if constexpr (TH)
-    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 1u;
+    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 1u);
   mr_large_grid_barrier(L.bar, &target, L.chunks);
   if constexpr (TH)
-    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 0u;
+    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 0u);
   for (uint32_t e = c * MR_LW + (threadIdx.x >> 5); e < E; e += L.chunks * MR_LW)
     mr_large_scan_row(L, e, threadIdx.x & 31u);
   if constexpr (TH)
-    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 1u;
+    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 1u);
   mr_large_grid_barrier(L.bar, &target, L.chunks);
   if constexpr (TH)
-    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 0u;
+    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 0u);
   mr_large_place_body<MR_LW>(o, L, weights, c, en_bits, mr_lp_smem);
   if constexpr (TH) {
     mr_l_sync(); /* every routing warp has placed */
-    if (threadIdx.x == 0) *st = MR_LP_ST_TAG | 2u;
+    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 2u);
   }
 }
 

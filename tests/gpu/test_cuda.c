@@ -1995,6 +1995,9 @@ static void group_thresholds(void) {
       {"ds-softmax", 5, 0, 32},      /* (E = 256: the one-CTA route on both sides) */
       {"qwen3-next", 5, 0, 32},      /* (E = 512: C = 8 from T = 6) */
       {"deepseek-v2-lite", 21, 0, 32}, /* fp32-key rows a warp per row, every T: up to T*k = 128 (126 -> 132) */
+      /* the gate kernel's packed rows (v21, gate.cuh mr_seg_gate_form): the filter from T*k = 65536 */
+      {"ds-softmax", 8191, 1, 0},    /* 8 lanes per row: form 3 (ranks) from T = 8192 */
+      {"gpt-oss-120b", 16383, 1, 0}, /* 4 lanes per row: form 2 (lists) from T = 16384 */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
