@@ -10,10 +10,10 @@
 LAB=lab56 . dev/lab_prelude.sh large_lab cuda_check
 step() { local name=$1 t=$2; shift 2; timeout $t "$@" > $O/$name.log 2>&1; echo "$name rc=$?" >> $O/status.log; }
 step v6 ${V6_S:-70} $B/large_lab --v6 --v6-variant 0,26 --v6-ts ${V6_TS:-2048,4096,8192,16384,32768,65536}
-MOEROUTE_BIN=$B/tools/moeroute step scaling ${SCALING_S:-100} bash bench/scaling.sh $O
+[ "${SCALING:-1}" = 1 ] && MOEROUTE_BIN=$B/tools/moeroute step scaling ${SCALING_S:-100} bash bench/scaling.sh $O
 step thresholds ${CHECK_S:-100} $B/tests/gpu/test_cuda --group thresholds &
 step seg_check ${CHECK_S:-100} $B/cuda_check --seg --seed 3 --configs 400 --no-time &
-step v6_racecheck ${CHECK_S:-100} compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 10 \
+[ "${RACE:-1}" = 1 ] && step v6_racecheck ${CHECK_S:-100} compute-sanitizer --tool racecheck --error-exitcode 9 --print-limit 10 \
   $B/large_lab --v6 --v6-notime --v6-variant 22,24 --v6-ts 4096 &
 wait
 echo "total $((SECONDS-T0)) s" >> $O/env.log
