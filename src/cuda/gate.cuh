@@ -197,7 +197,9 @@ static inline int32_t mr_seg_form_filt(int32_t on) {
  * against form 2's 17.78 and v20's 22.50) and sorted lists at 4 (form 2: GPT-OSS-120B 6.92 against
  * form 3's 7.70 and v20's 8.71). Elsewhere v20's rule (mr_seg_filter_on from T = 32768). */
 #define MR_SEG_FILTER_N_PK 65536 /* T*k */
-static inline bool mr_seg_pk_exists(int epl, int lpr) { return 32 * epl / lpr <= 32 && lpr <= 8; }
+/* the packed instantiations (mr_gate_seg_run's PK = true) exist for these EPS, LPR */
+static constexpr bool mr_seg_pk_fits(int eps, int lpr) { return eps <= 32 && lpr <= 8; }
+static inline bool mr_seg_pk_exists(int epl, int lpr) { return mr_seg_pk_fits(32 * epl / lpr, lpr); }
 static inline void mr_seg_gate_form(int64_t T, int k, int epl, int lpr, int beside, bool* pk, int32_t* filt) {
   const int f = mr_cuda_tune.gate_seg_form;
   if (f == 0 && mr_seg_pk_exists(epl, lpr)) {
@@ -1093,7 +1095,7 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
  * form, v21: the same bits as PK false). */
 template <int DT, int EPS, int LPR, int L, class F>
 static cudaError_t mr_gate_seg_run(bool pk, const F& f) {
-  if constexpr (EPS <= 32 && LPR <= 8) /* the packed form where the filter runs at large T */
+  if constexpr (mr_seg_pk_fits(EPS, LPR)) /* the packed form where the filter runs at large T */
     if (pk) return f.template run<DT, EPS, LPR, L, true>();
   return f.template run<DT, EPS, LPR, L, false>();
 }
