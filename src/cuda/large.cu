@@ -737,8 +737,14 @@ __device__ __forceinline__ void mr_large_grid_barrier(uint32_t* bar, uint32_t* t
  * the timing changes: the pieces and their stores are the same. The state word is read and written
  * by shared-memory atomics (run 55's racecheck flagged the plain volatile accesses as hazards). */
 #define MR_LP_ST_TAG 0x5e000000u
+__device__ __forceinline__ uint32_t mr_lp_get(uint32_t* st) { return atomicAdd(st, 0u); }
+template <bool TH>
+__device__ __forceinline__ void mr_lp_set(uint32_t* st, uint32_t s) { /* by the routing's thread 0 */
+  if constexpr (TH)
+    if (threadIdx.x == 0) atomicExch(st, MR_LP_ST_TAG | s);
+}
 template <bool TH = false>
-__device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, const volatile uint32_t* st = nullptr,
+__device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, uint32_t* st = nullptr,
                                                      int ns = 0) {
   const uint32_t lane = threadIdx.x & 31u;
   const size_t units = L->body_units;
@@ -746,7 +752,7 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, con
   for (;;) {
     if constexpr (TH) {
       if (ns < 0)
-        while (atomicAdd((uint32_t*)st, 0u) == (MR_LP_ST_TAG | 1u)) __nanosleep((unsigned)-ns);
+        while (mr_lp_get(st) == (MR_LP_ST_TAG | 1u)) __nanosleep((unsigned)-ns);
     }
     uint32_t j = 0u;
     if (lane == 0) j = atomicAdd(L->bar + MR_LP_NEXT, 1u);
@@ -760,7 +766,7 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, con
       for (size_t u = u0 + lane; u < units; u += 32u) __stcs(L->body + u, z);
     }
     if constexpr (TH) {
-      if (ns > 0 && atomicAdd((uint32_t*)st, 0u) != (MR_LP_ST_TAG | 2u)) __nanosleep((unsigned)ns);
+      if (ns > 0 && mr_lp_get(st) != (MR_LP_ST_TAG | 2u)) __nanosleep((unsigned)ns);
     }
   }
 }
@@ -774,7 +780,7 @@ __device__ __forceinline__ void mr_large_piece_clear(const mr_large_args* L, con
 /* TH: the clearing warps throttled by the knob persist_clear_ns (clear_ns; v21 lab form, its own
  * instantiation so that the default P is the code results runs 26 - 32 measured) */
 template <bool TH>
-__device__ __forceinline__ volatile uint32_t* mr_lp_state(void) {
+__device__ __forceinline__ uint32_t* mr_lp_state(void) {
   if constexpr (TH) {
     __shared__ uint32_t st;
     return &st;
@@ -787,7 +793,7 @@ __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     mr_large_persist_kernel(const int32_t* ids, const __grid_constant__ mr_sort_out o,
                             const __grid_constant__ mr_large_args L, const float* weights, int clear_ns) {
   extern __shared__ uint4 mr_lp_smem[];
-  volatile uint32_t* st = mr_lp_state<TH>();
+  uint32_t* st = mr_lp_state<TH>();
   if (threadIdx.x >= MR_LT) {
     /* PDL's trigger does not promise that the zeroing launch's write is visible
      * here; its completion (the wait) does. Where a gate launch sits between them,
@@ -796,30 +802,25 @@ __global__ void __launch_bounds__(MR_LT + 32 * MR_LP_CW, 2)
     mr_large_piece_clear<TH>(&L, st, clear_ns);
     return;
   }
-  if constexpr (TH)
-    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 0u);
+  mr_lp_set<TH>(st, 0u);
   const uint32_t c = blockIdx.x, E = (uint32_t)L.num_experts;
   const uint32_t en_bits = mr_large_enabled_bits(o, E, threadIdx.x);
   mr_pdl_wait();
   mr_pdl_launch_dependents();
   uint32_t target = 0u;
   mr_large_count_body(ids, L, c, (uint32_t*)mr_lp_smem);
-  if constexpr (TH)
-    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 1u);
+  mr_lp_set<TH>(st, 1u);
   mr_large_grid_barrier(L.bar, &target, L.chunks);
-  if constexpr (TH)
-    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 0u);
+  mr_lp_set<TH>(st, 0u);
   for (uint32_t e = c * MR_LW + (threadIdx.x >> 5); e < E; e += L.chunks * MR_LW)
     mr_large_scan_row(L, e, threadIdx.x & 31u);
-  if constexpr (TH)
-    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 1u);
+  mr_lp_set<TH>(st, 1u);
   mr_large_grid_barrier(L.bar, &target, L.chunks);
-  if constexpr (TH)
-    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 0u);
+  mr_lp_set<TH>(st, 0u);
   mr_large_place_body<MR_LW>(o, L, weights, c, en_bits, mr_lp_smem);
   if constexpr (TH) {
     mr_l_sync(); /* every routing warp has placed */
-    if (threadIdx.x == 0) atomicExch((uint32_t*)st, MR_LP_ST_TAG | 2u);
+    mr_lp_set<TH>(st, 2u);
   }
 }
 
