@@ -60,7 +60,16 @@ typedef struct gx_args {
   uint32_t* bar;
   int32_t* topk_ids;             /* optional */
   float* topk_weights;           /* optional */
+  uint32_t probe;                /* timing probes (WRONG outputs): 1 = no grid barrier, 2 = stop after gating */
+  unsigned long long* stamps;    /* optional: [G][GX_NST] %globaltimer of thread 0 at the phase ends */
 } gx_args;
+#define GX_NST 6 /* entry, gated, arrived, left the barrier, starts known, done */
+__device__ __forceinline__ void gx_stamp(const gx_args& a, uint32_t j) {
+  if (a.stamps == NULL || threadIdx.x != 0) return;
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  a.stamps[blockIdx.x * GX_NST + j] = t;
+}
 
 /* the bytes of word w (CTAs b .. b + 3) of CTAs below lim */
 __device__ __forceinline__ uint32_t gx_below(uint32_t w, uint32_t b, uint32_t lim) {
@@ -85,6 +94,7 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
   uint32_t* s_cnt = s_pos + E;
   uint32_t* s_loc = s_cnt + E;
   unsigned long long* s_w64 = (unsigned long long*)(s_loc + E + (E & 1u)); /* 8-byte aligned */
+  gx_stamp(a, 0);
   if (ZERO) mr_pdl_launch_dependents(); /* nothing follows in the lab; kept as the library would */
   for (uint32_t e = tid; e < E; e += GX_THREADS) tm[e] = 0u;
   __syncthreads();
@@ -111,11 +121,13 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
     }
   }
   __syncthreads();
+  gx_stamp(a, 1);
+  if (a.probe == 2u) return;
 
   /* B. this CTA's count byte of every expert, then the grid barrier */
   for (uint32_t e = tid; e < E; e += GX_THREADS) a.cnt[(size_t)e * a.Gp + c] = (unsigned char)__popc(tm[e]);
   __syncthreads();
-  if (tid == 0) {
+  if (tid == 0 && a.probe != 1u) {
     uint32_t v;
     /* ZERO: the zeroing launch's store must land before any arrival counts, so the wait (its
      * completion) comes first; it has long completed by now, under the gating */
@@ -123,12 +135,14 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
     __threadfence();
     asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(v) : "l"(a.bar) : "memory");
     const uint32_t target = ZERO ? G : (v / G + 1u) * G; /* mono: a multiple of G between calls */
+    gx_stamp(a, 2);
     do {
       asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(a.bar) : "memory");
     } while ((int32_t)(v - target) < 0);
     __threadfence();
   }
   __syncthreads();
+  gx_stamp(a, 3);
 
   /* C. every expert's count, the count of the CTAs before this one, the padded scan */
   const uint32_t ept = (E + GX_THREADS - 1u) / GX_THREADS; /* <= 4 */
@@ -185,6 +199,7 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
     run += v[q];
   }
   __syncthreads();
+  gx_stamp(a, 4);
 
   /* D. this CTA's entries; padding and block ids of experts c + G j; the totals */
   for (uint32_t i = tid; i < nrows * k; i += GX_THREADS) {
@@ -205,6 +220,7 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
     if (n != 0u) mr_emit_padding(&o, s_start[e], n, mr_udiv(n + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
   }
   if (c == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
+  gx_stamp(a, 5);
 }
 
 __global__ void gx_zero_kernel(uint32_t* bar) {
@@ -383,13 +399,14 @@ static void dev_free(Dev* d) {
   cudaFree(d->a.bar);
 }
 
+static int g_coop = 1; /* 0: a plain launch (every CTA resident in practice: G <= SMs, an idle GPU) */
 template <int EPL, bool ZERO>
 static cudaError_t gx_launch_t(const Dev* d, cudaStream_t s) {
   cudaLaunchConfig_t lc = mr_launch_config(d->a.G, GX_THREADS, d->smem, s);
   cudaLaunchAttribute at[2];
   memset(at, 0, sizeof at);
   at[0].id = cudaLaunchAttributeCooperative;
-  at[0].val.cooperative = 1;
+  at[0].val.cooperative = g_coop;
   unsigned n = 1;
   if (ZERO) {
     gx_zero_kernel<<<1, 32, 0, s>>>(d->a.bar);
@@ -534,6 +551,40 @@ static double time_lib(const Dev* d, int gate, cudaStream_t s) {
   return lab_graph_us(g, calls, 9, 2, s);
 }
 
+/* One call at a time (after warm-up), thread 0's %globaltimer at the phase ends: over the CTAs, the
+ * median and the latest of (stamp - the earliest entry), ns; the median of 7 calls of each */
+static void stamps(Dev* d, cudaStream_t s) {
+  const uint32_t G = d->a.G;
+  unsigned long long* ds = (unsigned long long*)dalloc((size_t)G * GX_NST * 8);
+  unsigned long long* hs = (unsigned long long*)malloc((size_t)G * GX_NST * 8);
+  d->a.stamps = ds;
+  double med[GX_NST][7], mx[GX_NST][7];
+  for (int r = 0; r < 9; ++r) {
+    CK(gx_launch(d, false, s));
+    CK(cudaStreamSynchronize(s));
+    if (r < 2) continue;
+    CK(cudaMemcpy(hs, ds, (size_t)G * GX_NST * 8, cudaMemcpyDeviceToHost));
+    unsigned long long t0 = ~0ull;
+    for (uint32_t c = 0; c < G; ++c) t0 = hs[c * GX_NST] < t0 ? hs[c * GX_NST] : t0;
+    for (int j = 0; j < GX_NST; ++j) {
+      double v[1024];
+      double m = 0;
+      for (uint32_t c = 0; c < G; ++c) {
+        v[c] = (double)(hs[c * GX_NST + j] - t0);
+        m = v[c] > m ? v[c] : m;
+      }
+      med[j][r - 2] = lab_median(v, (int)G);
+      mx[j][r - 2] = m;
+    }
+  }
+  printf("   stamps ns (median / latest CTA): entry, gated, arrived, left barrier, starts known, done:");
+  for (int j = 0; j < GX_NST; ++j) printf("  %.0f/%.0f", lab_median(med[j], 7), lab_median(mx[j], 7));
+  printf("\n");
+  d->a.stamps = NULL;
+  cudaFree(ds);
+  free(hs);
+}
+
 int main(int argc, char** argv) {
   int do_time = 1;
   int ts[16] = {64, 256, 512, 1024, 2048, 4096}, nts = 6;
@@ -556,15 +607,25 @@ int main(int argc, char** argv) {
       for (int m = 0; m < 2; ++m) fails += check_case(&CASES[c], checks[j], m ? 30 : 0, j & 1, s);
   printf("gx check: %d failure(s)\n", fails);
   if (do_time) {
-    printf("kernel metric, us (no moe_buf, U = 32, both layouts, bf16): gx mono | gx zero | route | gate\n");
+    printf("kernel metric, us (no moe_buf, U = 32, both layouts, bf16): gx mono | gx zero | route | gate | "
+           "gx mono plain launch | probe 1 (no barrier) | probe 2 (gating only)\n");
     for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; ++c)
       for (int j = 0; j < nts; ++j) {
         Dev d;
         if (dev_setup(&CASES[c], ts[j], 0, 99u + ts[j], &d) != 0) continue;
         const double gm = time_gx(&d, false, s), gz = time_gx(&d, true, s);
         const double rt = time_lib(&d, 0, s), gt = time_lib(&d, 1, s);
-        printf("gx %-20s T=%6d G=%3u R=%2u  %7.2f  %7.2f  %7.2f  %7.2f  (zero / route %.3f)\n", CASES[c].name, ts[j],
-               d.a.G, d.a.R, gm, gz, rt, gt, gz / rt);
+        g_coop = 0;
+        const double gp = time_gx(&d, false, s);
+        g_coop = 1;
+        d.a.probe = 1;
+        const double p1 = time_gx(&d, false, s);
+        d.a.probe = 2;
+        const double p2 = time_gx(&d, false, s);
+        d.a.probe = 0;
+        printf("gx %-20s T=%6d G=%3u R=%2u  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  (zero / route %.3f)\n",
+               CASES[c].name, ts[j], d.a.G, d.a.R, gm, gz, rt, gt, gp, p1, p2, gz / rt);
+        stamps(&d, s);
         dev_free(&d);
       }
   }
