@@ -79,7 +79,8 @@ __device__ __forceinline__ uint32_t gx_below(uint32_t w, uint32_t b, uint32_t li
 }
 
 /* shared words: tm [E] | ent id [R k] | ent weight bits [R k] | start [E] | pos [E] | cnt [E] | loc [E] | w64 [2 GX_WARPS] */
-template <int DT, int EPL, bool ZERO>
+#define GX_MAXJ 9 /* count loads per thread in flight: G <= 144 (and, TR, E <= 256) */
+template <int DT, int EPL, bool ZERO, bool TR>
 __global__ void __launch_bounds__(GX_THREADS, 1)
     gx_route_kernel(const __grid_constant__ mr_gate_p p, const __grid_constant__ mr_sort_out o,
                     const __grid_constant__ gx_args a) {
@@ -94,6 +95,9 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
   uint32_t* s_cnt = s_pos + E;
   uint32_t* s_loc = s_cnt + E;
   unsigned long long* s_w64 = (unsigned long long*)(s_loc + E + (E & 1u)); /* 8-byte aligned */
+  const uint32_t Ep = (E + 15u) & ~15u; /* TR: a CTA's row of count bytes */
+  unsigned char* cb = (unsigned char*)(s_w64 + GX_WARPS);  /* TR: [Ep] bytes */
+  uint32_t* rt = (uint32_t*)(cb + Ep);                     /* TR: [NRG][Ep] (before << 16 | total) */
   gx_stamp(a, 0);
   if (ZERO) mr_pdl_launch_dependents(); /* nothing follows in the lab; kept as the library would */
   for (uint32_t e = tid; e < E; e += GX_THREADS) tm[e] = 0u;
@@ -125,7 +129,13 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
   if (a.probe == 2u) return;
 
   /* B. this CTA's count byte of every expert, then the grid barrier */
-  for (uint32_t e = tid; e < E; e += GX_THREADS) a.cnt[(size_t)e * a.Gp + c] = (unsigned char)__popc(tm[e]);
+  if (TR) { /* row c of [G][Ep]: Ep / 16 vector stores */
+    for (uint32_t e = tid; e < Ep; e += GX_THREADS) cb[e] = e < E ? (unsigned char)__popc(tm[e]) : 0u;
+    __syncthreads();
+    for (uint32_t q = tid; q < Ep / 16u; q += GX_THREADS) ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
+  } else {
+    for (uint32_t e = tid; e < E; e += GX_THREADS) a.cnt[(size_t)e * a.Gp + c] = (unsigned char)__popc(tm[e]);
+  }
   __syncthreads();
   if (tid == 0 && a.probe != 1u) {
     uint32_t v;
@@ -146,6 +156,40 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
 
   /* C. every expert's count, the count of the CTAs before this one, the padded scan */
   const uint32_t ept = (E + GX_THREADS - 1u) / GX_THREADS; /* <= 4 */
+  if (TR) { /* thread (rg, col): the 16 experts of column col over rows rg + NRG i, 16-bit lanes */
+    const uint32_t ncol = Ep / 16u, nrg = GX_THREADS / ncol, col = tid % ncol, rg = tid / ncol;
+    uint4 x[GX_MAXJ];
+#pragma unroll
+    for (uint32_t i = 0; i < GX_MAXJ; ++i) {
+      const uint32_t r = rg + nrg * i;
+      x[i] = r < G ? __ldcg((const uint4*)(a.cnt + (size_t)r * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    uint32_t te[4] = {0u, 0u, 0u, 0u}, to[4] = {0u, 0u, 0u, 0u}, be[4] = {0u, 0u, 0u, 0u}, bo[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (uint32_t i = 0; i < GX_MAXJ; ++i) {
+      const bool b4 = rg + nrg * i < c;
+      const uint32_t w[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t ev = w[q] & 0x00ff00ffu, od = (w[q] >> 8) & 0x00ff00ffu;
+        te[q] += ev;
+        to[q] += od;
+        be[q] += b4 ? ev : 0u;
+        bo[q] += b4 ? od : 0u;
+      }
+    }
+    if (rg < nrg && col < ncol) {
+      uint32_t* dst = rt + rg * Ep + col * 16u;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        dst[4 * q + 0] = (be[q] << 16) | (te[q] & 0xffffu);
+        dst[4 * q + 1] = (bo[q] << 16) | (to[q] & 0xffffu);
+        dst[4 * q + 2] = (be[q] & 0xffff0000u) | (te[q] >> 16);
+        dst[4 * q + 3] = (bo[q] & 0xffff0000u) | (to[q] >> 16);
+      }
+    }
+    __syncthreads();
+  }
   unsigned long long v[4], sum = 0ull;
   uint32_t cn[4], bf[4];
 #pragma unroll
@@ -155,10 +199,23 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
     cn[q] = 0u;
     bf[q] = 0u;
     if (q < ept && e < E) {
-      const uint4* row = (const uint4*)(a.cnt + (size_t)e * a.Gp);
       uint32_t tot = 0u, bef = 0u;
-      for (uint32_t j = 0; j < a.Gp / 16u; ++j) {
-        const uint4 x = __ldcg(row + j);
+      if (TR) {
+        const uint32_t ncol = Ep / 16u, nrg = GX_THREADS / ncol;
+        uint32_t acc = 0u;
+        for (uint32_t r = 0; r < nrg; ++r) acc += rt[r * Ep + e];
+        tot = acc & 0xffffu;
+        bef = acc >> 16;
+      }
+      const uint4* row = (const uint4*)(a.cnt + (size_t)e * a.Gp);
+      uint4 xs[GX_MAXJ];
+#pragma unroll
+      for (uint32_t j = 0; j < GX_MAXJ; ++j) /* every load in flight (call 58: one after the other, 1.7 us) */
+        xs[j] = !TR && j < a.Gp / 16u ? __ldcg(row + j) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+      for (uint32_t j = 0; j < GX_MAXJ; ++j) {
+        if (TR) break;
+        const uint4 x = xs[j];
         const uint32_t b = 16u * j;
         tot = __dp4a(gx_below(x.x, b, G), 0x01010101u, tot);
         tot = __dp4a(gx_below(x.y, b + 4u, G), 0x01010101u, tot);
@@ -336,10 +393,11 @@ static int dev_setup(const Case* cs, int T, int mask_pct, uint64_t seed, Dev* d)
   a->R = R;
   a->G = (T + R - 1) / R;
   a->Gp = (a->G + 15u) & ~15u;
-  a->cnt = (unsigned char*)dalloc((size_t)a->E * a->Gp);
+  const size_t Ep = (a->E + 15u) & ~15u;
+  a->cnt = (unsigned char*)dalloc((size_t)a->Gp * Ep); /* [E][Gp] or (TR) [G][Ep] */
   a->bar = (uint32_t*)dalloc(256);
   CK(cudaMemset(a->bar, 0, 256));
-  CK(cudaMemset(a->cnt, 0x5A, (size_t)a->E * a->Gp)); /* bytes past G are never written: garbage on purpose */
+  CK(cudaMemset(a->cnt, 0x5A, (size_t)a->Gp * Ep)); /* bytes past G are never written: garbage on purpose */
   a->topk_ids = d->x.topk_ids;
   a->topk_weights = d->x.topk_weights;
   mr_gate_args ga;
@@ -400,7 +458,8 @@ static void dev_free(Dev* d) {
 }
 
 static int g_coop = 1; /* 0: a plain launch (every CTA resident in practice: G <= SMs, an idle GPU) */
-template <int EPL, bool ZERO>
+static int g_tr = 0; /* the count rows by CTA ([G][Ep], vector stores) instead of by expert */
+template <int EPL, bool ZERO, bool TR>
 static cudaError_t gx_launch_t(const Dev* d, cudaStream_t s) {
   cudaLaunchConfig_t lc = mr_launch_config(d->a.G, GX_THREADS, d->smem, s);
   cudaLaunchAttribute at[2];
@@ -408,20 +467,34 @@ static cudaError_t gx_launch_t(const Dev* d, cudaStream_t s) {
   at[0].id = cudaLaunchAttributeCooperative;
   at[0].val.cooperative = g_coop;
   unsigned n = 1;
-  if (ZERO) {
-    gx_zero_kernel<<<1, 32, 0, s>>>(d->a.bar);
+  if (ZERO) { /* the zeroing launch with PDL too: it starts under its predecessor's tail */
+    cudaLaunchConfig_t zc = mr_launch_config(1, 32, 0, s);
+    cudaLaunchAttribute za;
+    memset(&za, 0, sizeof za);
+    za.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    za.val.programmaticStreamSerializationAllowed = 1;
+    zc.attrs = &za;
+    zc.numAttrs = 1;
+    const cudaError_t ze = cudaLaunchKernelEx(&zc, gx_zero_kernel, d->a.bar);
+    if (ze != cudaSuccess) return ze;
     at[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[1].val.programmaticStreamSerializationAllowed = 1;
     n = 2;
   }
   lc.attrs = at;
   lc.numAttrs = n;
-  return cudaLaunchKernelEx(&lc, gx_route_kernel<MOEROUTE_DTYPE_BF16, EPL, ZERO>, d->gp, d->o, d->a);
+  const size_t smem = d->smem + (TR ? 16u * ((d->a.E + 15u) & ~15u) + 4u * GX_THREADS * 16u : 0u);
+  lc.dynamicSmemBytes = smem;
+  return cudaLaunchKernelEx(&lc, gx_route_kernel<MOEROUTE_DTYPE_BF16, EPL, ZERO, TR>, d->gp, d->o, d->a);
+}
+template <int EPL, bool ZERO>
+static cudaError_t gx_launch_z(const Dev* d, cudaStream_t s) {
+  return g_tr ? gx_launch_t<EPL, ZERO, true>(d, s) : gx_launch_t<EPL, ZERO, false>(d, s);
 }
 static cudaError_t gx_launch(const Dev* d, bool zero, cudaStream_t s) {
   const int epl = mr_cuda_epl_bucket((int32_t)d->a.E);
-  if (epl == 4) return zero ? gx_launch_t<4, true>(d, s) : gx_launch_t<4, false>(d, s);
-  if (epl == 8) return zero ? gx_launch_t<8, true>(d, s) : gx_launch_t<8, false>(d, s);
+  if (epl == 4) return zero ? gx_launch_z<4, true>(d, s) : gx_launch_z<4, false>(d, s);
+  if (epl == 8) return zero ? gx_launch_z<8, true>(d, s) : gx_launch_z<8, false>(d, s);
   return cudaErrorInvalidValue;
 }
 
@@ -507,9 +580,9 @@ static int check_case(const Case* cs, int T, int mask_pct, bool zero, cudaStream
   bad += cmp_words("sorted_token_ids", d.x.sorted_token_ids, hb.sorted_token_ids, z->vllm_sorted_len);
   bad += cmp_words("expert_ids", d.x.expert_ids, hb.expert_ids, z->vllm_blocks_len);
   bad += cmp_words("num_tokens_post_pad", d.x.num_tokens_post_pad, hb.num_tokens_post_pad, 1);
-  printf("check %-20s T=%6d mask %2d%% %s G=%u R=%u: %s (layout words wrong %d; top-k entries unlike the "
+  printf("check %-20s T=%6d mask %2d%% %s%s G=%u R=%u: %s (layout words wrong %d; top-k entries unlike the "
          "library route's %d)\n",
-         cs->name, T, mask_pct, zero ? "zero" : "mono", d.a.G, d.a.R, bad ? "FAIL" : "ok", bad,
+         cs->name, T, mask_pct, zero ? "zero" : "mono", g_tr ? " tr" : "", d.a.G, d.a.R, bad ? "FAIL" : "ok", bad,
          topk_diff);
   free(hid);
   free(hw);
@@ -604,7 +677,9 @@ int main(int argc, char** argv) {
   const int checks[] = {1, 7, 64, 133, 256, 1000, 1024, 2049, 4096, 4224};
   for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; ++c)
     for (size_t j = 0; j < sizeof checks / sizeof checks[0]; ++j)
-      for (int m = 0; m < 2; ++m) fails += check_case(&CASES[c], checks[j], m ? 30 : 0, j & 1, s);
+      for (int m = 0; m < 2; ++m)
+        for (g_tr = 0; g_tr < 2; ++g_tr) fails += check_case(&CASES[c], checks[j], m ? 30 : 0, j & 1, s);
+  g_tr = 0;
   printf("gx check: %d failure(s)\n", fails);
   if (do_time) {
     printf("kernel metric, us (no moe_buf, U = 32, both layouts, bf16): gx mono | gx zero | route | gate | "
@@ -626,6 +701,12 @@ int main(int argc, char** argv) {
         printf("gx %-20s T=%6d G=%3u R=%2u  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  (zero / route %.3f)\n",
                CASES[c].name, ts[j], d.a.G, d.a.R, gm, gz, rt, gt, gp, p1, p2, gz / rt);
         stamps(&d, s);
+        g_tr = 1;
+        const double tm = time_gx(&d, false, s), tz = time_gx(&d, true, s);
+        printf("gx-tr %-17s T=%6d G=%3u R=%2u  %7.2f  %7.2f  (zero / route %.3f)\n", CASES[c].name, ts[j], d.a.G,
+               d.a.R, tm, tz, tz / rt);
+        stamps(&d, s);
+        g_tr = 0;
         dev_free(&d);
       }
   }
