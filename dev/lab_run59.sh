@@ -8,7 +8,7 @@
 export PATH=$PATH:/usr/local/cuda/bin
 O=$OUT; G=build-gx/gx_lab
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "commit ${COMMIT:-?}"; date -u; } > $O/env.log
-if ! $G --help > /dev/null 2>&1 && [ $? -ge 126 ]; then LAB=lab59 . dev/lab_prelude.sh gx_lab; G=$B/gx_lab; fi
+if [ ! -x $G ] || ldd $G 2>&1 | grep -q "not found"; then LAB=lab59 . dev/lab_prelude.sh gx_lab; G=$B/gx_lab; fi
 timeout ${GX_S:-120} $G --ts ${GX_TS:-64,256,1024,2048,4096} > $O/gx.log 2>&1; echo "gx rc=$?" >> $O/gx.log
 grep -vE "^check .* ok " $O/gx.log
 timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 10 $G --no-time > $O/gx_memcheck.log 2>&1
