@@ -80,7 +80,7 @@ __device__ __forceinline__ uint32_t gx_below(uint32_t w, uint32_t b, uint32_t li
 
 /* shared words: tm [E] | ent id [R k] | ent weight bits [R k] | start [E] | pos [E] | cnt [E] | loc [E] | w64 [2 GX_WARPS] */
 #define GX_MAXJ 9 /* count loads per thread in flight: G <= 144 (and, TR, E <= 256) */
-template <int DT, int EPL, bool ZERO, bool TR>
+template <int DT, int EPL, bool ZERO, bool TR, int LPR>
 __global__ void __launch_bounds__(GX_THREADS, 1)
     gx_route_kernel(const __grid_constant__ mr_gate_p p, const __grid_constant__ mr_sort_out o,
                     const __grid_constant__ gx_args a) {
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
   unsigned long long* s_w64 = (unsigned long long*)(s_loc + E + (E & 1u)); /* 8-byte aligned */
   const uint32_t Ep = (E + 15u) & ~15u; /* TR: a CTA's row of count bytes */
   unsigned char* cb = (unsigned char*)(s_w64 + GX_WARPS);  /* TR: [Ep] bytes */
-  uint32_t* rt = (uint32_t*)(cb + Ep);                     /* TR: [NRG][Ep] (before << 16 | total) */
+  uint32_t* rt = (uint32_t*)(cb + Ep);                     /* TR: [NRG][Ep + Ep / 16] (before << 16 | total) */
   gx_stamp(a, 0);
   if (ZERO) mr_pdl_launch_dependents(); /* nothing follows in the lab; kept as the library would */
   for (uint32_t e = tid; e < E; e += GX_THREADS) tm[e] = 0u;
@@ -106,20 +106,32 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
   /* A. gating: a warp per row */
   const uint32_t t0 = c * R, nrows = min(R, a.T - t0);
   const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
+  /* a warp per row (LPR 32), or segments of LPR lanes, 32 / LPR rows per warp and step (the gate
+   * kernel's segment rows: gate.cuh mr_gate_packed_seg without the filter, the same bits) */
+  constexpr uint32_t RPW = LPR == 32 ? 1u : 32u / LPR;
+  constexpr int EPS = LPR == 32 ? EPL : 32 * EPL / LPR;
+  const uint32_t sl = LPR == 32 ? lane : lane % LPR, seg = LPR == 32 ? 0u : lane / LPR;
 #pragma unroll 1
-  for (uint32_t tl = warp; tl < nrows; tl += GX_WARPS) { /* warp-uniform */
-    const uint32_t t = t0 + tl;
-    uint32_t raw[EPL];
-    mr_load_lane<MR_ESZ(DT), EPL>(p.logits + (size_t)t * p.row_bytes, lane, p.num_experts, ninf, true, raw);
+  for (uint32_t tb = warp * RPW; tb < nrows; tb += GX_WARPS * RPW) { /* warp-uniform */
+    const uint32_t tl = tb + seg, t = t0 + tl;
+    const bool live = tl < nrows;
+    uint32_t raw[EPS];
+    const unsigned char* row = p.logits + (size_t)(live ? t : t0) * p.row_bytes;
     int32_t id;
     float w;
-    mr_gate_row<DT, EPL, MR_KIND_PACKED>(p, lane, raw, NULL, NULL, true, NULL, NULL, &id, &w);
-    if (lane < k) {
-      const uint32_t i = tl * k + lane;
+    if constexpr (LPR == 32) {
+      mr_load_lane<MR_ESZ(DT), EPL>(row, lane, p.num_experts, ninf, true, raw);
+      mr_gate_row<DT, EPL, MR_KIND_PACKED>(p, lane, raw, NULL, NULL, true, NULL, NULL, &id, &w);
+    } else {
+      mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
+      mr_gate_packed_seg<DT, EPS, LPR, (EPL == 4 ? 4 : 8)>(p, sl, raw, row, 0, &id, &w);
+    }
+    if (live && sl < k) {
+      const uint32_t i = tl * k + sl; /* slot sl */
       ent_id[i] = id;
       ent_w[i] = __float_as_uint(w);
-      if (a.topk_ids) a.topk_ids[(size_t)t * k + lane] = id;
-      if (a.topk_weights) a.topk_weights[(size_t)t * k + lane] = w;
+      if (a.topk_ids) a.topk_ids[(size_t)t * k + sl] = id;
+      if (a.topk_weights) a.topk_weights[(size_t)t * k + sl] = w;
       const bool en = (uint32_t)id < E && (o.expert_mask == NULL || __ldg(o.expert_mask + id) != 0);
       if (en) atomicOr(tm + id, 1u << tl);
     }
@@ -179,7 +191,7 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
       }
     }
     if (rg < nrg && col < ncol) {
-      uint32_t* dst = rt + rg * Ep + col * 16u;
+      uint32_t* dst = rt + rg * (Ep + Ep / 16u) + col * 17u; /* expert e at e + e / 16: no bank conflicts */
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         dst[4 * q + 0] = (be[q] << 16) | (te[q] & 0xffffu);
@@ -203,7 +215,7 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
       if (TR) {
         const uint32_t ncol = Ep / 16u, nrg = GX_THREADS / ncol;
         uint32_t acc = 0u;
-        for (uint32_t r = 0; r < nrg; ++r) acc += rt[r * Ep + e];
+        for (uint32_t r = 0; r < nrg; ++r) acc += rt[r * (Ep + Ep / 16u) + e + e / 16u];
         tot = acc & 0xffffu;
         bef = acc >> 16;
       }
@@ -304,8 +316,10 @@ typedef struct Dev {
   mr_sort_out o;
   size_t smem;
   int sms;
+  int seg; /* the kernel gates by segments of 16 lanes (TR form): set at setup from g_seg */
 } Dev;
 
+static int g_seg = 0; /* dev_setup: the kernel gates by segments of 16 lanes per row (R a multiple of 16) */
 static void* dalloc(size_t n) {
   void* d = NULL;
   CK(cudaMalloc(&d, n < 16 ? 16 : n));
@@ -384,6 +398,8 @@ static int dev_setup(const Case* cs, int T, int mask_pct, uint64_t seed, Dev* d)
   CK(cudaDeviceGetAttribute(&d->sms, cudaDevAttrMultiProcessorCount, dev));
   uint32_t R = (uint32_t)((T + d->sms - 1) / d->sms);
   if (R < 1) R = 1;
+  d->seg = g_seg;
+  if (g_seg) R = (R + 15u) & ~15u; /* whole steps of 16 rows */
   if (R > GX_MAX_R) return -1;
   gx_args* a = &d->a;
   a->T = T;
@@ -459,7 +475,7 @@ static void dev_free(Dev* d) {
 
 static int g_coop = 1; /* 0: a plain launch (every CTA resident in practice: G <= SMs, an idle GPU) */
 static int g_tr = 0; /* the count rows by CTA ([G][Ep], vector stores) instead of by expert */
-template <int EPL, bool ZERO, bool TR>
+template <int EPL, bool ZERO, bool TR, int LPR>
 static cudaError_t gx_launch_t(const Dev* d, cudaStream_t s) {
   cudaLaunchConfig_t lc = mr_launch_config(d->a.G, GX_THREADS, d->smem, s);
   cudaLaunchAttribute at[2];
@@ -485,11 +501,12 @@ static cudaError_t gx_launch_t(const Dev* d, cudaStream_t s) {
   lc.numAttrs = n;
   const size_t smem = d->smem + (TR ? 16u * ((d->a.E + 15u) & ~15u) + 4u * GX_THREADS * 16u : 0u);
   lc.dynamicSmemBytes = smem;
-  return cudaLaunchKernelEx(&lc, gx_route_kernel<MOEROUTE_DTYPE_BF16, EPL, ZERO, TR>, d->gp, d->o, d->a);
+  return cudaLaunchKernelEx(&lc, gx_route_kernel<MOEROUTE_DTYPE_BF16, EPL, ZERO, TR, LPR>, d->gp, d->o, d->a);
 }
 template <int EPL, bool ZERO>
 static cudaError_t gx_launch_z(const Dev* d, cudaStream_t s) {
-  return g_tr ? gx_launch_t<EPL, ZERO, true>(d, s) : gx_launch_t<EPL, ZERO, false>(d, s);
+  if (d->seg) return gx_launch_t<EPL, ZERO, true, 16>(d, s);
+  return g_tr ? gx_launch_t<EPL, ZERO, true, 32>(d, s) : gx_launch_t<EPL, ZERO, false, 32>(d, s);
 }
 static cudaError_t gx_launch(const Dev* d, bool zero, cudaStream_t s) {
   const int epl = mr_cuda_epl_bucket((int32_t)d->a.E);
@@ -582,7 +599,7 @@ static int check_case(const Case* cs, int T, int mask_pct, bool zero, cudaStream
   bad += cmp_words("num_tokens_post_pad", d.x.num_tokens_post_pad, hb.num_tokens_post_pad, 1);
   printf("check %-20s T=%6d mask %2d%% %s%s G=%u R=%u: %s (layout words wrong %d; top-k entries unlike the "
          "library route's %d)\n",
-         cs->name, T, mask_pct, zero ? "zero" : "mono", g_tr ? " tr" : "", d.a.G, d.a.R, bad ? "FAIL" : "ok", bad,
+         cs->name, T, mask_pct, zero ? "zero" : "mono", d.seg ? " seg" : g_tr ? " tr" : "", d.a.G, d.a.R, bad ? "FAIL" : "ok", bad,
          topk_diff);
   free(hid);
   free(hw);
@@ -678,8 +695,12 @@ int main(int argc, char** argv) {
   for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; ++c)
     for (size_t j = 0; j < sizeof checks / sizeof checks[0]; ++j)
       for (int m = 0; m < 2; ++m)
-        for (g_tr = 0; g_tr < 2; ++g_tr) fails += check_case(&CASES[c], checks[j], m ? 30 : 0, j & 1, s);
+        for (g_tr = 0; g_tr < 3; ++g_tr) {
+          g_seg = g_tr == 2;
+          fails += check_case(&CASES[c], checks[j], m ? 30 : 0, j & 1, s);
+        }
   g_tr = 0;
+  g_seg = 0;
   printf("gx check: %d failure(s)\n", fails);
   if (do_time) {
     printf("kernel metric, us (no moe_buf, U = 32, both layouts, bf16): gx mono | gx zero | route | gate | "
@@ -707,6 +728,14 @@ int main(int argc, char** argv) {
                d.a.R, tm, tz, tz / rt);
         stamps(&d, s);
         g_tr = 0;
+        dev_free(&d);
+        g_seg = 1;
+        if (dev_setup(&CASES[c], ts[j], 0, 99u + ts[j], &d) != 0) continue;
+        const double sm_ = time_gx(&d, false, s), sz = time_gx(&d, true, s);
+        printf("gx-seg %-16s T=%6d G=%3u R=%2u  %7.2f  %7.2f  (zero / route %.3f)\n", CASES[c].name, ts[j], d.a.G,
+               d.a.R, sm_, sz, sz / rt);
+        stamps(&d, s);
+        g_seg = 0;
         dev_free(&d);
       }
   }
