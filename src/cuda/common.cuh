@@ -356,7 +356,7 @@ typedef struct mr_cuda_tuning {
   int large_scan_carry;  /* L2's scan of an expert row: 0 = auto (the carry form after route's warp-per-row L1,
                             else lane blocks, v13), 1 = the carry form everywhere, -1 = lane blocks everywhere */
   int large_seg_warps;   /* the L1 by segments' CTAs: 0 = auto (16 warps for 128 < E <= 256, k = 8 and
-                            65536 < T*k <= 262144, which the L1 by segments then takes; else 8), 16 = 16 warps and 16
+                            65536 < T*k <= 131072 (262144 before v22), which the L1 by segments then takes; else 8), 16 = 16 warps and 16
                             slices per chunk wherever it runs (the auto range included), other values = 8 warps */
   int tiny_threads;      /* tiny.cu's one-pass route with 16 gating warps (512 threads, a row per warp, v14):
                             0 = auto (9 <= T <= 16, 16 <= E <= 256, T*k <= 96; mr_tiny_cta16), 512 = wherever the

@@ -1091,7 +1091,11 @@ struct mr_l_seg_launcher {
  * 18.92 us, 32768 31.31 / 29.78 and 31.24 / 29.73, but 65536 53.62 / 54.84 and 53.60 / 54.90;
  * GPT-OSS-120B (E = 128, k = 4) loses at every T (T = 32768 18.12 / 24.38), as does the wide
  * form below the 8-warp form's bound (DeepSeek-R1 softmax T = 4096 10.70 / 12.57). */
-#define MR_L_SEG_WIDE_MAX_N 262144
+/* v22: up to T*k = 131072 (was 262144). Since v21 made the gate kernel's packed rows the default (the
+ * gate alone 12.02 -> 8.95 us at T = 32768, lab call 55), the chain beats the wide L1 (which keeps
+ * v20's rows) at T = 32768: results run 34 (H100, 49a8bf1, bench/results/run34, kernel metric, no
+ * moe_buf, route / chain) 30.19 / 29.08 us at 32768, 18.97 / 19.37 at 16384. */
+#define MR_L_SEG_WIDE_MAX_N 131072
 static int mr_l_seg_wide_auto(const mr_config* cfg) {
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
   return cfg->num_experts > 128 && cfg->top_k == 8 && n > MR_L_SEG_MAX_N && n <= MR_L_SEG_WIDE_MAX_N;

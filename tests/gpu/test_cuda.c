@@ -1962,7 +1962,8 @@ static void group_thresholds(void) {
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6144, 1, 0},  /* (gate + ctm's sort -> L1 by segments, 8 lanes: T*k 24576 -> 24580) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
-      {"ds-softmax", 32768, 1, 0},   /* the wide L1 by segments up to T*k = 262144, then the chain (-> 262152) */
+      {"ds-softmax", 16384, 1, 0},   /* the wide L1 by segments up to T*k = 131072 (v22), then the chain (-> 131080) */
+      {"ds-softmax", 32768, 1, 0},   /* (its bound before v22: 262144 -> 262152, the chain on both sides now) */
       {"gpt-oss-120b", 16384, 1, 0}, /* (65536 -> 65540) */
       {"qwen3-next", 16384, 1, 0},   /* the large sort's rank launch: 1 CTA per SM up to T*k = 163840, then 2 */
       {"qwen3-next", 8191, 1, 0},    /* ... and from T*k = 81920 (81910 -> 81920) */
