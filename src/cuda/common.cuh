@@ -409,6 +409,9 @@ typedef struct mr_cuda_tuning {
                             warps have not finished (the routing's dependent loads and grid barriers queue behind
                             the clear's stores), < 0 = each pauses (polling every -ns ns) while its CTA's routing
                             waits at a grid barrier. Outputs are the same either way */
+  int gx;                /* route in one cooperative launch over the grid (gx.cu, v22): 0 = auto (PACKED rows,
+                            128 <= E <= 256, k <= 8, no moe_buf, 1024 <= T <= 4096), 1 = wherever it fits (E <= 256, T <= 32 rows
+                            per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -524,6 +527,17 @@ cudaError_t mr_cuda_launch_gtm_sort(const mr_config* cfg, const mr_sort_out* o, 
  * softmax without bias or groups); cudaErrorNotSupported, nothing launched, for other rows. */
 cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                      int32_t* topk_ids, float* topk_weights, void* workspace, cudaStream_t stream);
+
+/* gx.cu: route in one cooperative launch over the grid (v22). _takes: the dispatch gives it the call
+ * (knob gx); _workspace: its bytes (0 where it cannot run: T beyond 32 rows per CTA); the launch
+ * returns cudaErrorCooperativeLaunchTooLarge when the device refuses it (then route takes the other
+ * paths). _ws_reserved: route's workspace query reserves it (no moe_buf, 16-bit logits, E <= 256,
+ * k <= 8, T in the auto range or the knob on). */
+int mr_cuda_gx_takes(const mr_config* cfg, const mr_gate_args* a);
+size_t mr_cuda_gx_workspace(const mr_config* cfg);
+int mr_cuda_gx_ws_reserved(const mr_config* cfg);
+cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                    int32_t* topk_ids, float* topk_weights, void* workspace, cudaStream_t stream);
 
 /* fused.cu: the one-launch route for small T*k. */
 int mr_cuda_fused_fits(const mr_config* cfg);

@@ -284,6 +284,12 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
         const size_t gtm = mr_cuda_gtm_workspace(cfg) + 2u * mr_route_topk_half(cfg);
         if (gtm > need) need = gtm;
       }
+      /* gx's barrier word and count matrix (gx.cu; <= 37 KB, less than the sort's workspace in
+       * its auto range) */
+      if (mr_cuda_gx_ws_reserved(cfg)) {
+        const size_t gx = mr_cuda_gx_workspace(cfg);
+        if (gx > need) need = gx;
+      }
       return need;
     }
     case MOEROUTE_OP_SORT:
@@ -371,8 +377,17 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_sort_out so;
   mr_cuda_gate_args_init(&cfg, buffers->logits, buffers->bias, &ga);
   mr_cuda_sort_out_init(&cfg, buffers, &so);
-  cudaError_t err;
-  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_gtm_ws_aligned(buffers)) {
+  cudaError_t err = cudaSuccess;
+  /* gx (v22): one cooperative launch over the grid at middle T; on a refused cooperative launch the
+   * other paths below (the workspace wants 16-byte alignment, as gtm's) */
+  bool routed = false;
+  if (cfg.num_tokens > 0 && mr_gtm_ws_aligned(buffers) && mr_cuda_gx_takes(&cfg, &ga)) {
+    err = mr_cuda_launch_gx_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
+    routed = err != cudaErrorCooperativeLaunchTooLarge;
+  }
+  if (routed) {
+    /* gx ran (or failed for a reason other than the device refusing it) */
+  } else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_gtm_ws_aligned(buffers)) {
     /* the lab's grid token-mask sort after the gate kernel (gtm.cu, v16): gtm's workspace
      * first, the top-k through the caller's buffers or the two halves after it */
     const size_t half = mr_route_topk_half(&cfg);

@@ -1962,6 +1962,12 @@ static void group_thresholds(void) {
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6144, 1, 0},  /* (gate + ctm's sort -> L1 by segments, 8 lanes: T*k 24576 -> 24580) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
+      {"ds-softmax", 1023, 1, 0},    /* gx (v22): one cooperative launch from T = 1024 ... */
+      {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
+      {"gpt-oss-120b", 1023, 1, 0},  /* (E = 128, k = 4: the same bounds) */
+      {"gpt-oss-120b", 4096, 1, 0},
+      {"sm-e160", 2047, 1, 0},       /* (gx: E = 160, fp16, k = 6) */
+      {"olmoe", 1023, 1, 0},         /* (E = 64: below gx's auto range, the paths before on both sides) */
       {"ds-softmax", 16384, 1, 0},   /* the wide L1 by segments up to T*k = 131072 (v22), then the chain (-> 131080) */
       {"ds-softmax", 32768, 1, 0},   /* (its bound before v22: 262144 -> 262152, the chain on both sides now) */
       {"gpt-oss-120b", 16384, 1, 0}, /* (65536 -> 65540) */

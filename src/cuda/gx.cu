@@ -1,0 +1,353 @@
+/*
+ * gx.cu - route in one cooperative launch over the grid for middle T (v22, session 24; perf-log v22,
+ * design.md 37). Lab calls 57 - 60 built and measured it as dev/gx_lab.cu (TR form, segment rows).
+ *
+ * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
+ * 128 <= E <= 256, k <= 8, 1024 <= T <= 4096 (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
+ * and every T up to 32 rows per CTA). Before it, route there was the
+ * gate kernel then a sort launch (ctm's cluster sort, or large.cu's L1 by segments and two more
+ * launches): 10.09 / 13.68 / 11.27 us at T = 1024 / 2048 / 4096 for DeepSeek-R1 softmax on the H100,
+ * against gx's 8.09 / 8.54 / 10.83 (lab call 60, kernel metric, the zeroing launch included).
+ *
+ *   0. a one-thread launch zeroes the barrier word (the workspace does not persist between calls)
+ *      after waiting for the previous work on the stream; gx follows with PDL, so it starts only once
+ *      that work has completed (its logits are final), and waits for the zeroing launch's completion
+ *      (its store) only before arriving at the barrier: the zeroing hides under the gating.
+ *   A. CTA c gates its R rows [c R, c R + R) (R a multiple of 16, <= 32) by segments of 16 lanes,
+ *      two rows per warp and step (gate.cuh mr_gate_packed_seg, the gate kernel's bits); each entry
+ *      goes to shared memory (expert, weight bits), to the top-k outputs where asked, and sets bit
+ *      tl of its expert's token mask tm[e] (a shared atomicOr: order-free, so deterministic).
+ *   B. the CTA's count of every expert (popc(tm[e]) <= 32: one byte) as row c of the [G][Ep] byte
+ *      matrix in the workspace (Ep / 16 vector stores), then ONE grid barrier.
+ *   C. every CTA reads the whole matrix (thread (row group, column): its rows of one 16-byte column,
+ *      every load in flight, summed in 16-bit lanes, reduced in shared memory without bank
+ *      conflicts) into each expert's total and the count of the CTAs before it; the padded scan over
+ *      the experts (64-bit: padded size low, enabled count high = the local id).
+ *   D. entry (tl, slot) of expert e at start_e + before_e + popc(tm[e] below tl): ascending token
+ *      order inside each expert, the same bits as every sort; the padding and block ids of experts
+ *      c + G j (a warp each); CTA 0 the totals.
+ *
+ * The exchange costs ~3 us (the counts' publication ~1.2, the barrier ~0.7, the read-back ~1.7,
+ * lab call 60's stamps at T = 1024): gx wins where the two launches it replaces cost more, not below
+ * T = 1024 (T = 256: 8.05 against 7.20). A refused cooperative launch (MPS, green contexts) returns
+ * cudaErrorCooperativeLaunchTooLarge and the caller takes the other paths.
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include "cuda/gate.cuh"
+#include "cuda/sort.cuh"
+
+#define MR_GX_THREADS 256
+#define MR_GX_WARPS (MR_GX_THREADS / 32)
+#define MR_GX_LPR 16      /* lanes per row */
+#define MR_GX_MAXJ 9      /* count rows per thread in flight: G <= 16 * 9 = 144 (E <= 256: >= 16 row groups) */
+#define MR_GX_MAX_G 144
+#define MR_GX_MAX_R 32    /* rows per CTA: a token mask word */
+/* auto range (lab call 60, H100, kernel metric, gx with its zeroing launch / the route before it):
+ * DeepSeek-R1 softmax T = 256 8.05 / 7.20 (slower), 1024 8.09 / 10.09, 2048 8.54 / 13.68, 4096
+ * 10.83 / 11.27; GPT-OSS-120B 256 6.95 / 5.52 (slower), 1024 7.09 / 7.74, 2048 7.54 / 9.22, 4096
+ * 8.97 / 12.85. T = 512 was not timed in the segment form. */
+#define MR_GX_MIN_T 1024
+#define MR_GX_MAX_T 4096
+/* ... and only the E that were timed (128 and 256): smaller E (OLMoE's 64, Mixtral's 8) gate faster in
+ * the paths gx replaces, and were not measured */
+#define MR_GX_MIN_E 128
+static int mr_gx_auto(const mr_config* cfg) {
+  const int64_t T = cfg->num_tokens;
+  return T >= MR_GX_MIN_T && T <= MR_GX_MAX_T && cfg->num_experts >= MR_GX_MIN_E;
+}
+
+typedef struct mr_gx_k {
+  uint32_t T, E, Ep, k, U, G, R;
+  unsigned char* cnt; /* [G][Ep] count bytes (16-byte aligned) */
+  uint32_t* bar;      /* the barrier word */
+  int32_t* topk_ids;  /* optional */
+  float* topk_weights;
+} mr_gx_k;
+
+__global__ void mr_gx_zero_kernel(uint32_t* bar) {
+  mr_pdl_wait(); /* the previous call on the stream may still read it */
+  if (threadIdx.x == 0) *bar = 0u;
+  mr_pdl_launch_dependents();
+}
+
+/* shared: tm [E] | entry ids [R k] | weight bits [R k] | start, pos, cnt, loc [E] each | (to 16 bytes)
+ * w64 [8] | count row [Ep] bytes (16-byte aligned: read as vectors) | partial sums [NRG][Ep + Ep / 16]
+ * (before << 16 | total) */
+__host__ __device__ __forceinline__ uint32_t mr_gx_w64_words(uint32_t E, uint32_t R, uint32_t k) {
+  return (5u * E + 2u * R * k + 3u) & ~3u;
+}
+__host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, uint32_t k) {
+  const uint32_t Ep = (E + 15u) & ~15u;
+  return (size_t)mr_gx_w64_words(E, R, k) * 4u + 8u * MR_GX_WARPS + Ep +
+         (size_t)(MR_GX_THREADS / (Ep / 16u)) * (Ep + Ep / 16u) * 4u;
+}
+
+template <int DT, int EPL, int L>
+__global__ void __launch_bounds__(MR_GX_THREADS, 1)
+    mr_gx_route_kernel(const __grid_constant__ mr_gate_p p, const __grid_constant__ mr_sort_out o,
+                       const __grid_constant__ mr_gx_k a) {
+  extern __shared__ __align__(16) uint32_t mr_gx_sm[];
+  constexpr int EPS = 32 * EPL / MR_GX_LPR;
+  constexpr uint32_t RPW = 32u / MR_GX_LPR;
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, c = blockIdx.x;
+  const uint32_t E = a.E, Ep = a.Ep, k = a.k, U = a.U, G = a.G;
+  uint32_t* tm = mr_gx_sm;
+  int32_t* ent_id = (int32_t*)(tm + E);
+  uint32_t* ent_w = (uint32_t*)(ent_id + a.R * k);
+  uint32_t* s_start = ent_w + a.R * k;
+  uint32_t* s_pos = s_start + E;
+  uint32_t* s_cnt = s_pos + E;
+  uint32_t* s_loc = s_cnt + E;
+  unsigned long long* s_w64 = (unsigned long long*)(mr_gx_sm + mr_gx_w64_words(E, a.R, k)); /* 16-byte aligned */
+  unsigned char* cb = (unsigned char*)(s_w64 + MR_GX_WARPS);
+  uint32_t* rt = (uint32_t*)(cb + Ep); /* Ep % 16 == 0: aligned */
+  mr_pdl_launch_dependents();
+  for (uint32_t e = tid; e < E; e += MR_GX_THREADS) tm[e] = 0u;
+  __syncthreads();
+
+  /* A. gating: segments of 16 lanes, RPW rows per warp and step */
+  const uint32_t t0 = c * a.R, nrows = min(a.R, a.T - t0);
+  const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
+  const uint32_t sl = lane % MR_GX_LPR, seg = lane / MR_GX_LPR;
+#pragma unroll 1
+  for (uint32_t tb = warp * RPW; tb < nrows; tb += MR_GX_WARPS * RPW) { /* warp-uniform */
+    const uint32_t tl = tb + seg, t = t0 + tl;
+    const bool live = tl < nrows;
+    uint32_t raw[EPS];
+    const unsigned char* row = p.logits + (size_t)(live ? t : t0) * p.row_bytes;
+    mr_load_lane<2, EPS>(row, sl, p.num_experts, ninf, live, raw);
+    int32_t id;
+    float w;
+    mr_gate_packed_seg<DT, EPS, MR_GX_LPR, L>(p, sl, raw, row, 0, &id, &w);
+    if (live && sl < k) {
+      const uint32_t i = tl * k + sl; /* slot sl */
+      ent_id[i] = id;
+      ent_w[i] = __float_as_uint(w);
+      if (a.topk_ids) a.topk_ids[(size_t)t * k + sl] = id;
+      if (a.topk_weights) a.topk_weights[(size_t)t * k + sl] = w;
+      if ((uint32_t)id < E && (o.expert_mask == NULL || __ldg(o.expert_mask + id) != 0)) atomicOr(tm + id, 1u << tl);
+    }
+  }
+  __syncthreads();
+
+  /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
+   * landed before any arrival counts: its completion first, long past by now) */
+  for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = e < E ? (unsigned char)__popc(tm[e]) : 0u;
+  __syncthreads();
+  for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
+    ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
+  __syncthreads();
+  if (tid == 0) {
+    mr_pdl_wait();
+    __threadfence();
+    uint32_t v;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(v) : "l"(a.bar) : "memory");
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(a.bar) : "memory");
+    } while (v < G);
+    __threadfence();
+  }
+  __syncthreads();
+
+  /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
+   * (16 experts) over rows rg + NRG i in 16-bit lanes (<= 9 x 32 per lane), then per expert over the
+   * row groups (its total <= T < 2^16) */
+  const uint32_t ncol = Ep / 16u, nrg = MR_GX_THREADS / ncol, col = tid % ncol, rg = tid / ncol;
+  const uint32_t rts = Ep + Ep / 16u; /* expert e of a row group at e + e / 16: no bank conflicts */
+  {
+    uint4 x[MR_GX_MAXJ];
+#pragma unroll
+    for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+      const uint32_t r = rg + nrg * i;
+      x[i] = r < G && rg < nrg ? __ldcg((const uint4*)(a.cnt + (size_t)r * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    uint32_t te[4] = {0u, 0u, 0u, 0u}, to[4] = {0u, 0u, 0u, 0u}, be[4] = {0u, 0u, 0u, 0u}, bo[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+      const bool before = rg + nrg * i < c;
+      const uint32_t w4[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t ev = w4[q] & 0x00ff00ffu, od = (w4[q] >> 8) & 0x00ff00ffu; /* bytes 0, 2 / 1, 3 */
+        te[q] += ev;
+        to[q] += od;
+        be[q] += before ? ev : 0u;
+        bo[q] += before ? od : 0u;
+      }
+    }
+    if (rg < nrg) {
+      uint32_t* dst = rt + rg * rts + col * 17u;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        dst[4 * q + 0] = (be[q] << 16) | (te[q] & 0xffffu);
+        dst[4 * q + 1] = (bo[q] << 16) | (to[q] & 0xffffu);
+        dst[4 * q + 2] = (be[q] & 0xffff0000u) | (te[q] >> 16);
+        dst[4 * q + 3] = (bo[q] & 0xffff0000u) | (to[q] >> 16);
+      }
+    }
+  }
+  __syncthreads();
+  /* the padded scan over the experts, thread e (E <= 256) */
+  unsigned long long v = 0ull;
+  uint32_t cn = 0u, bf = 0u;
+  if (tid < E) {
+    uint32_t acc = 0u;
+    for (uint32_t r = 0; r < nrg; ++r) acc += rt[r * rts + tid + tid / 16u];
+    const uint32_t en = o.expert_mask == NULL || __ldg(o.expert_mask + tid) != 0;
+    cn = en ? (acc & 0xffffu) : 0u; /* a masked expert's bits were never set */
+    bf = acc >> 16;
+    v = (unsigned long long)(mr_udiv(cn + U - 1u, U, o.u_magic) * U) | ((unsigned long long)en << 32);
+  }
+  const unsigned long long incl = mr_warp_incl_scan64(v, lane);
+  if (lane == 31) s_w64[warp] = incl;
+  __syncthreads();
+  unsigned long long before = 0ull, total = 0ull;
+#pragma unroll
+  for (uint32_t w = 0; w < MR_GX_WARPS; ++w) {
+    const unsigned long long x = s_w64[w];
+    before += w < warp ? x : 0ull;
+    total += x;
+  }
+  if (tid < E) {
+    const unsigned long long run = before + incl - v;
+    s_start[tid] = (uint32_t)run;
+    s_loc[tid] = (uint32_t)(run >> 32);
+    s_cnt[tid] = cn;
+    s_pos[tid] = (uint32_t)run + bf;
+  }
+  __syncthreads();
+
+  /* D. this CTA's entries; the padding and block ids of experts c + G j; the totals */
+  for (uint32_t i = tid; i < nrows * k; i += MR_GX_THREADS) {
+    const uint32_t tl = mr_udiv(i, k, o.k_magic), slot = i - tl * k;
+    const uint32_t e = (uint32_t)ent_id[i];
+    if (e < E && s_cnt[e] != 0u) {
+      const uint32_t pos = s_pos[e] + __popc(tm[e] & ((1u << tl) - 1u)), t = t0 + tl;
+      if (o.sorted_ids) {
+        o.sorted_ids[pos] = (int32_t)((slot << 24) | t);
+        if (o.sorted_weights) ((uint32_t*)o.sorted_weights)[pos] = ent_w[i]; /* bit-exact */
+      }
+      if (o.sorted_token_ids) o.sorted_token_ids[pos] = (int32_t)(t * k + slot);
+    }
+  }
+  for (uint32_t e = c + G * warp; e < E; e += G * MR_GX_WARPS) {
+    const uint32_t n = s_cnt[e];
+    if (n != 0u) mr_emit_padding(&o, s_start[e], n, mr_udiv(n + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
+  }
+  if (c == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
+}
+
+/* ======================================================================== */
+/* host side                                                                 */
+/* ======================================================================== */
+
+/* the plan: R rows per CTA (a multiple of 16), G CTAs; 0 where it does not fit */
+static int mr_gx_plan(const mr_config* cfg, uint32_t* R, uint32_t* G) {
+  const int64_t T = cfg->num_tokens;
+  int64_t sms = mr_cuda_sm_count();
+  if (sms > MR_GX_MAX_G) sms = MR_GX_MAX_G;
+  if (T < 1 || sms < 1) return 0;
+  int64_t r = (T + sms - 1) / sms;
+  r = (r + MR_GX_LPR - 1) / MR_GX_LPR * MR_GX_LPR;
+  if (r > MR_GX_MAX_R) return 0;
+  *R = (uint32_t)r;
+  *G = (uint32_t)((T + r - 1) / r);
+  return 1;
+}
+
+/* gx can run cfg: the rows the gate kernel gates by segments (PACKED, 16-bit, E <= 256, k <= 8),
+ * no moe_buf, T within 32 rows per CTA of at most 144 CTAs (one per SM), a device that launches
+ * cooperative kernels. */
+static int mr_gx_fits(const mr_config* cfg, const mr_gate_args* a) {
+  uint32_t R, G;
+  return mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && cfg->dtype != MOEROUTE_DTYPE_FP32 &&
+         cfg->num_experts <= 256 && cfg->top_k <= 8 && cfg->moe_buf_bytes == 0 && mr_gx_plan(cfg, &R, &G) &&
+         mr_cuda_coop_launch();
+}
+
+/* route's workspace query reserves gx's bytes (a function of the configuration and the knob only:
+ * the rows' kind needs the bias pointer, which the query does not see) */
+extern "C" int mr_cuda_gx_ws_reserved(const mr_config* cfg) {
+  uint32_t R, G;
+  const int knob = mr_cuda_tune.gx;
+  return knob >= 0 && cfg->dtype != MOEROUTE_DTYPE_FP32 && cfg->num_experts <= 256 && cfg->top_k <= 8 &&
+         cfg->moe_buf_bytes == 0 && (knob > 0 || mr_gx_auto(cfg)) && mr_gx_plan(cfg, &R, &G);
+}
+
+/* knob gx: 0 = auto (mr_gx_auto), 1 = wherever it fits, -1 = never */
+extern "C" int mr_cuda_gx_takes(const mr_config* cfg, const mr_gate_args* a) {
+  if (mr_cuda_tune.force_general || !mr_cuda_gx_ws_reserved(cfg)) return 0; /* (the knob and the range) */
+  return mr_gx_fits(cfg, a);
+}
+
+/* workspace: the barrier word (its own 256 bytes), then the count matrix [G][Ep]; a function of
+ * (T, E) and the SM count only, reserved wherever gx could take the call (mr_cuda_gx_ws_reserved) */
+extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
+  uint32_t R, G;
+  if (!mr_gx_plan(cfg, &R, &G)) return 0;
+  const size_t Ep = ((size_t)cfg->num_experts + 15u) & ~(size_t)15u;
+  return 256u + ((size_t)G * Ep + 255u) / 256u * 256u;
+}
+
+template <int DT, int EPL, int L>
+static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
+  const bool pdl = mr_cuda_pdl_on() != 0;
+  cudaLaunchAttribute za;
+  memset(&za, 0, sizeof za);
+  za.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  za.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t zc = mr_launch_config(1, 32, 0, stream);
+  if (pdl) {
+    zc.attrs = &za;
+    zc.numAttrs = 1;
+  }
+  MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, g->bar));
+  cudaLaunchConfig_t lc = mr_launch_config(g->G, MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), stream);
+  cudaLaunchAttribute at[2];
+  memset(at, 0, sizeof at);
+  at[0].id = cudaLaunchAttributeCooperative;
+  at[0].val.cooperative = 1;
+  at[1] = za;
+  lc.attrs = at;
+  lc.numAttrs = pdl ? 2 : 1;
+  const cudaError_t err = cudaLaunchKernelEx(&lc, mr_gx_route_kernel<DT, EPL, L>, *p, *o, *g);
+  if (err == cudaErrorCooperativeLaunchTooLarge) {
+    (void)cudaGetLastError(); /* the caller takes the other paths; the zeroing launch did no harm */
+    return err;
+  }
+  MR_TRY(err);
+  return cudaSuccess;
+}
+
+/* Route by gx (mr_cuda_gx_takes said so; workspace >= mr_cuda_gx_workspace, 16-byte aligned):
+ * cudaErrorCooperativeLaunchTooLarge when the device refuses the launch (nothing written but the
+ * barrier word): the caller routes by the other paths. */
+extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                               int32_t* topk_ids, float* topk_weights, void* workspace,
+                                               cudaStream_t stream) {
+  mr_gx_k g;
+  memset(&g, 0, sizeof g);
+  if (!mr_gx_plan(cfg, &g.R, &g.G)) return cudaErrorInvalidConfiguration;
+  g.T = (uint32_t)cfg->num_tokens;
+  g.E = (uint32_t)cfg->num_experts;
+  g.Ep = (g.E + 15u) & ~15u;
+  g.k = (uint32_t)cfg->top_k;
+  g.U = (uint32_t)cfg->unit_size;
+  g.bar = (uint32_t*)workspace;
+  g.cnt = (unsigned char*)workspace + 256;
+  g.topk_ids = topk_ids;
+  g.topk_weights = topk_weights;
+  mr_gate_p p;
+  mr_gate_p_init(a, cfg->dtype, &p);
+  const int epl = mr_cuda_epl_bucket(cfg->num_experts); /* 4 or 8 */
+  const bool bf16 = cfg->dtype == MOEROUTE_DTYPE_BF16;
+#define MR_GX_CASE(EPL, L)                                                                      \
+  return bf16 ? mr_gx_launch_t<MOEROUTE_DTYPE_BF16, EPL, L>(&p, o, &g, stream)                   \
+              : mr_gx_launch_t<MOEROUTE_DTYPE_FP16, EPL, L>(&p, o, &g, stream)
+  if (epl == 4 && g.k <= 4) MR_GX_CASE(4, 4);
+  if (epl == 4) MR_GX_CASE(4, 8);
+  if (g.k <= 4) MR_GX_CASE(8, 4);
+  MR_GX_CASE(8, 8);
+#undef MR_GX_CASE
+}
