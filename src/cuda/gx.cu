@@ -199,18 +199,9 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     bf = acc >> 16;
     v = (unsigned long long)(mr_udiv(cn + U - 1u, U, o.u_magic) * U) | ((unsigned long long)en << 32);
   }
-  const unsigned long long incl = mr_warp_incl_scan64(v, lane);
-  if (lane == 31) s_w64[warp] = incl;
-  __syncthreads();
-  unsigned long long before = 0ull, total = 0ull;
-#pragma unroll
-  for (uint32_t w = 0; w < MR_GX_WARPS; ++w) {
-    const unsigned long long x = s_w64[w];
-    before += w < warp ? x : 0ull;
-    total += x;
-  }
+  unsigned long long total;
+  const unsigned long long run = mr_cta_excl_scan64<MR_GX_WARPS>(v, s_w64, &total); /* sort.cuh */
   if (tid < E) {
-    const unsigned long long run = before + incl - v;
     s_start[tid] = (uint32_t)run;
     s_loc[tid] = (uint32_t)(run >> 32);
     s_cnt[tid] = cn;

@@ -612,17 +612,8 @@ __device__ __forceinline__ void mr_large_place_body(const mr_sort_out& o, const 
     }
     sum += v[q];
   }
-  const unsigned long long incl = mr_warp_incl_scan64(sum, lane);
-  if (lane == 31) s_w64[warp] = incl;
-  mr_l_sync();
-  unsigned long long before = 0ull, total = 0ull;
-#pragma unroll
-  for (uint32_t w = 0; w < MR_LW; ++w) {
-    const unsigned long long x = s_w64[w];
-    before += w < warp ? x : 0ull;
-    total += x;
-  }
-  unsigned long long run = before + incl - sum;
+  unsigned long long total;
+  unsigned long long run = mr_cta_excl_scan64<MR_LW>(sum, s_w64, &total); /* sort.cuh */
 #pragma unroll
   for (uint32_t q = 0; q < 4u; ++q) {
     const uint32_t e = tid * ept + q;

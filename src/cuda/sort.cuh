@@ -87,6 +87,28 @@ __device__ __forceinline__ void mr_emit_padding(const mr_sort_out* o, uint32_t s
   for (uint32_t b = mr_udiv(start, U, o->u_magic) + lane; b < b1; b += 32) mr_emit_block_id(o, b, (int32_t)local_id);
 }
 
+/* The padded scan over experts of large.cu's place step and gx.cu: the exclusive prefix of v (one
+ * 64-bit value per thread, in thread order) over threads [0, 32 NW), which all call it, and the sum
+ * of all in *total. s_w64: NW words of shared memory. Named barrier 1 over those threads only (P's
+ * clearing warps beyond them do not take part). */
+template <uint32_t NW>
+__device__ __forceinline__ unsigned long long mr_cta_excl_scan64(unsigned long long v, unsigned long long* s_w64,
+                                                                 unsigned long long* total) {
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const unsigned long long incl = mr_warp_incl_scan64(v, lane);
+  if (lane == 31) s_w64[warp] = incl;
+  asm volatile("bar.sync 1, %0;" ::"n"(NW * 32) : "memory");
+  unsigned long long before = 0ull, sum = 0ull;
+#pragma unroll
+  for (uint32_t w = 0; w < NW; ++w) {
+    const unsigned long long x = s_w64[w];
+    before += w < warp ? x : 0ull;
+    sum += x;
+  }
+  *total = sum;
+  return before + incl - v;
+}
+
 __device__ __forceinline__ void mr_emit_totals(const mr_sort_out* o, uint32_t total) {
   if (o->num_valid_ids) {
     o->num_valid_ids[0] = (int32_t)total;
