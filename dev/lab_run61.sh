@@ -3,6 +3,8 @@
 # launch over the grid at 1024 <= T <= 4096 for PACKED rows without moe_buf) and the wide L1's new bound,
 # then memcheck / racecheck / synccheck on test_cuda's thresholds group up to T = 4097 (gx's pairs at
 # T = 1023 / 1024 and 4096 / 4097 among them: E = 256 / 128 / 160 fp16 / 64, with and without a mask).
+# gx's automatic rule is off in the library until this run passes: set gx.cu's MR_GX_AUTO to 1 in the
+# commit this runs (session 24 had no device time left to run it).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run61.sh
 COMMIT=${COMMIT:-?} CTEST_S=150 LARGE_S=100 SANITIZE_S=110 SCALING_S=130 BENCH_S=80 CUDA_CHECK=600 \
   bash bench/run_device_results.sh > $OUT/summary.txt 2>&1
