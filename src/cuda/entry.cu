@@ -253,10 +253,10 @@ static int mr_try_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int
 
 #define MR_ALIGN256(x) (((x) + 255u) & ~(size_t)255u)
 
-/* gtm's 16-byte mask loads and 64-bit status words want a 16-byte aligned workspace (the
- * API does not ask for one): elsewhere the call takes the other paths, whose workspace the
- * size query also covers (it reserves the larger of the two). */
-static int mr_gtm_ws_aligned(const moeroute_buffers* b) { return ((uintptr_t)b->workspace & 15u) == 0; }
+/* gtm's 16-byte mask loads and 64-bit status words, and gx's count rows (16-byte vectors), want a
+ * 16-byte aligned workspace (the API does not ask for one): elsewhere the call takes the other
+ * paths, whose workspace the size query also covers (it reserves the larger). */
+static int mr_ws_aligned16(const moeroute_buffers* b) { return ((uintptr_t)b->workspace & 15u) == 0; }
 
 /* Bytes of one of route's workspace top-k arrays (ids, then weights): the
  * pair's, or after the general sort's workspace in the chain (large.cu). */
@@ -379,15 +379,15 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   cudaError_t err = cudaSuccess;
   /* gx (v22): one cooperative launch over the grid at middle T; on a refused cooperative launch the
-   * other paths below (the workspace wants 16-byte alignment, as gtm's) */
+   * other paths below */
   bool routed = false;
-  if (cfg.num_tokens > 0 && mr_gtm_ws_aligned(buffers) && mr_cuda_gx_takes(&cfg, &ga)) {
+  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gx_takes(&cfg, &ga)) {
     err = mr_cuda_launch_gx_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
     routed = err != cudaErrorCooperativeLaunchTooLarge;
   }
   if (routed) {
     /* gx ran (or failed for a reason other than the device refusing it) */
-  } else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_gtm_ws_aligned(buffers)) {
+  } else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_ws_aligned16(buffers)) {
     /* the lab's grid token-mask sort after the gate kernel (gtm.cu, v16): gtm's workspace
      * first, the top-k through the caller's buffers or the two halves after it */
     const size_t half = mr_route_topk_half(&cfg);
@@ -487,7 +487,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err;
-  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT) && mr_gtm_ws_aligned(buffers)) /* the lab's gtm sort (v16) */
+  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT) && mr_ws_aligned16(buffers)) /* the lab's gtm sort (v16) */
     err = mr_cuda_launch_gtm_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
   else if (mr_try_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s, &err))
     ; /* ctm's sort ran (or failed for a reason other than the device refusing it) */

@@ -252,18 +252,10 @@ static int mr_gx_plan(const mr_config* cfg, uint32_t* R, uint32_t* G) {
   return 1;
 }
 
-/* gx can run cfg: the rows the gate kernel gates by segments (PACKED, 16-bit, E <= 256, k <= 8),
- * no moe_buf, T within 32 rows per CTA of at most 144 CTAs (one per SM), a device that launches
- * cooperative kernels. */
-static int mr_gx_fits(const mr_config* cfg, const mr_gate_args* a) {
-  uint32_t R, G;
-  return mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && cfg->dtype != MOEROUTE_DTYPE_FP32 &&
-         cfg->num_experts <= 256 && cfg->top_k <= 8 && cfg->moe_buf_bytes == 0 && mr_gx_plan(cfg, &R, &G) &&
-         mr_cuda_coop_launch();
-}
-
-/* route's workspace query reserves gx's bytes (a function of the configuration and the knob only:
- * the rows' kind needs the bias pointer, which the query does not see) */
+/* What the configuration and the knob decide (route's workspace query reserves gx's bytes where this
+ * holds; the rows' kind needs the bias pointer, which the query does not see): 16-bit logits, E <= 256,
+ * k <= 8, no moe_buf, T within 32 rows per CTA of at most 144 CTAs (one per SM), and the knob or the
+ * automatic rule. */
 extern "C" int mr_cuda_gx_ws_reserved(const mr_config* cfg) {
   uint32_t R, G;
   const int knob = mr_cuda_tune.gx;
@@ -271,10 +263,12 @@ extern "C" int mr_cuda_gx_ws_reserved(const mr_config* cfg) {
          cfg->moe_buf_bytes == 0 && (knob > 0 || mr_gx_auto(cfg)) && mr_gx_plan(cfg, &R, &G);
 }
 
-/* knob gx: 0 = auto (mr_gx_auto), 1 = wherever it fits, -1 = never */
+/* knob gx: 0 = auto (mr_gx_auto), 1 = wherever it fits, -1 = never. Beyond mr_cuda_gx_ws_reserved:
+ * the rows the gate kernel gates by segments (PACKED: softmax without bias or groups) and a device
+ * that launches cooperative kernels. */
 extern "C" int mr_cuda_gx_takes(const mr_config* cfg, const mr_gate_args* a) {
-  if (mr_cuda_tune.force_general || !mr_cuda_gx_ws_reserved(cfg)) return 0; /* (the knob and the range) */
-  return mr_gx_fits(cfg, a);
+  return !mr_cuda_tune.force_general && mr_cuda_gx_ws_reserved(cfg) &&
+         mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && mr_cuda_coop_launch();
 }
 
 /* workspace: the barrier word (its own 256 bytes), then the count matrix [G][Ep]; a function of
