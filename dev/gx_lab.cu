@@ -245,17 +245,8 @@ __global__ void __launch_bounds__(GX_THREADS, 1)
     }
     sum += v[q];
   }
-  const unsigned long long incl = mr_warp_incl_scan64(sum, lane);
-  if (lane == 31) s_w64[warp] = incl;
-  __syncthreads();
-  unsigned long long before = 0ull, total = 0ull;
-#pragma unroll
-  for (uint32_t w = 0; w < GX_WARPS; ++w) {
-    const unsigned long long x = s_w64[w];
-    before += w < warp ? x : 0ull;
-    total += x;
-  }
-  unsigned long long run = before + incl - sum;
+  unsigned long long total;
+  unsigned long long run = mr_cta_excl_scan64<GX_WARPS>(sum, s_w64, &total); /* sort.cuh (since f6f42b1) */
 #pragma unroll
   for (uint32_t q = 0; q < 4u; ++q) {
     const uint32_t e = tid * ept + q;

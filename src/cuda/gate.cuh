@@ -180,8 +180,9 @@ static inline int32_t mr_seg_filter_on(int64_t n, int64_t from) {
  * the lanes' maxima), 1 - 3 that form wherever a packed instantiation exists.
  * Route's L1 by segments (large.cu) keeps v20's form unless the knob forces one: lab call 55
  * (H100, d00fee4, dev/runs/run55) measured its packed instantiations 1.57 - 1.63x slower for
- * DeepSeek-R1 softmax route at T = 16384 / 32768 (32.47 / 56.01 against 20.73 / 34.49 us; not
- * understood, perf-log v21). */
+ * DeepSeek-R1 softmax route at T = 16384 / 32768 (32.47 / 56.01 against 20.73 / 34.49 us), though
+ * alone the packed wide L1 is faster (ncu, lab call 58: 12.00 against 12.90 us): the loss is in how
+ * route's launches overlap, not understood (perf-log v22). */
 static inline bool mr_seg_form_pk(void) { return mr_cuda_tune.gate_seg_form > 0; }
 static inline int32_t mr_seg_form_filt(int32_t on) {
   const int f = mr_cuda_tune.gate_seg_form;
