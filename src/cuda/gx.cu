@@ -56,7 +56,7 @@
 /* The automatic rule is off until a results run has run test_cuda and the sanitizers on this library
  * form (session 24 measured and checked the lab form, dev/gx_lab.cu, but had no device time left for
  * the library's): 1 switches it on. Until then gx runs only under the knob (gx = 1). */
-#define MR_GX_AUTO 0
+#define MR_GX_AUTO 1
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens;
   return MR_GX_AUTO && T >= MR_GX_MIN_T && T <= MR_GX_MAX_T && cfg->num_experts >= MR_GX_MIN_E;
