@@ -413,6 +413,10 @@ typedef struct mr_cuda_tuning {
                             128 <= E <= 256, k <= 8, no moe_buf, 1024 <= T <= 4096; off while gx.cu's MR_GX_AUTO
                             is 0, until a results run has checked the library form), 1 = wherever it fits (E <= 256, T <= 32 rows
                             per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
+  int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
+                            and route's sort after the gate kernel, without a moe_buf: 0 = auto (gx.cu
+                            mr_gxs_auto), 1 = wherever it fits (E <= 512, one CTA per SM, <= 48 KB of shared
+                            memory), 2 = the sort entry point only, wherever it fits, -1 = never */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -539,6 +543,15 @@ size_t mr_cuda_gx_workspace(const mr_config* cfg);
 int mr_cuda_gx_ws_reserved(const mr_config* cfg);
 cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                     int32_t* topk_ids, float* topk_weights, void* workspace, cudaStream_t stream);
+
+/* gx.cu: the sort in one cooperative launch over the grid (gxs, v23). _takes: the dispatch gives it the
+ * sort entry point's call (op SORT) or route's sort after the gate kernel (op ROUTE); _workspace: its
+ * bytes (0 where it cannot run); the launch returns cudaErrorCooperativeLaunchTooLarge when the device
+ * refuses it (then the caller takes the other paths). */
+int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op);
+size_t mr_cuda_gxs_workspace(const mr_config* cfg);
+cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                    const float* topk_weights, void* workspace, cudaStream_t stream);
 
 /* fused.cu: the one-launch route for small T*k. */
 int mr_cuda_fused_fits(const mr_config* cfg);

@@ -290,13 +290,22 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
         const size_t gx = mr_cuda_gx_workspace(cfg);
         if (gx > need) need = gx;
       }
+      /* gxs after the gate kernel (v23): its barrier word and count matrix, or the general sort's
+       * workspace where the device refuses the cooperative launch, then the top-k at the end */
+      if (mr_cuda_gxs_takes(cfg, MOEROUTE_OP_ROUTE)) {
+        const size_t gs = mr_cuda_gxs_workspace(cfg), gen = mr_cuda_general_sort_workspace(cfg);
+        const size_t gxs = (gs > gen ? gs : gen) + 2u * mr_route_topk_half(cfg);
+        if (gxs > need) need = gxs;
+      }
       return need;
     }
     case MOEROUTE_OP_SORT:
     {
       const size_t base = mr_sort_one_launch(cfg) ? 0 : mr_cuda_general_sort_workspace(cfg);
       const size_t gtm = mr_cuda_gtm_takes(cfg, MOEROUTE_OP_SORT) ? mr_cuda_gtm_workspace(cfg) : 0u;
-      return gtm > base ? gtm : base;
+      const size_t gxs = mr_cuda_gxs_takes(cfg, MOEROUTE_OP_SORT) ? mr_cuda_gxs_workspace(cfg) : 0u;
+      const size_t m = gtm > base ? gtm : base;
+      return gxs > m ? gxs : m;
     }
     case MOEROUTE_OP_GATE:
     default:
@@ -387,6 +396,18 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   }
   if (routed) {
     /* gx ran (or failed for a reason other than the device refusing it) */
+  } else if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_ROUTE)) {
+    /* the gate kernel, then gxs (v23); the top-k through the caller's buffers or the end of the
+     * workspace; where the device refuses gxs's cooperative launch, the general sort */
+    const size_t half = mr_route_topk_half(&cfg);
+    unsigned char* tail = (unsigned char*)buffers->workspace + (ws - 2u * half);
+    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
+    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
+    const float* sw = so.sorted_weights ? wts : NULL;
+    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+    if (err == cudaSuccess) err = mr_cuda_launch_gxs_sort(&cfg, &so, ids, sw, buffers->workspace, s);
+    if (err == cudaErrorCooperativeLaunchTooLarge)
+      err = mr_cuda_launch_general_sort(&cfg, &so, ids, sw, buffers->workspace, s);
   } else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_ws_aligned16(buffers)) {
     /* the lab's grid token-mask sort after the gate kernel (gtm.cu, v16): gtm's workspace
      * first, the top-k through the caller's buffers or the two halves after it */
@@ -486,8 +507,13 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
-  cudaError_t err;
-  if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT) && mr_ws_aligned16(buffers)) /* the lab's gtm sort (v16) */
+  cudaError_t err = cudaErrorCooperativeLaunchTooLarge;
+  /* gxs (v23): one cooperative launch over the grid; on a refused cooperative launch the other paths */
+  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT))
+    err = mr_cuda_launch_gxs_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
+  if (err != cudaErrorCooperativeLaunchTooLarge)
+    ; /* gxs ran (or failed for a reason other than the device refusing it) */
+  else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT) && mr_ws_aligned16(buffers)) /* the lab's gtm sort (v16) */
     err = mr_cuda_launch_gtm_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
   else if (mr_try_ctm_sort(&cfg, &so, buffers->topk_ids, wts, s, &err))
     ; /* ctm's sort ran (or failed for a reason other than the device refusing it) */

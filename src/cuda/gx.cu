@@ -70,6 +70,23 @@ typedef struct mr_gx_k {
   float* topk_weights;
 } mr_gx_k;
 
+/* The one grid barrier of gx and gxs, after the CTA's own __syncthreads: thread 0 first waits for the
+ * zeroing launch's completion (its store to *bar; long past by now), then arrives and spins; the
+ * CTA's threads follow it. Every CTA is resident (a cooperative launch). */
+__device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t G) {
+  if (threadIdx.x == 0) {
+    mr_pdl_wait();
+    __threadfence();
+    uint32_t v;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(v) : "l"(bar) : "memory");
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+    } while (v < G);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
 __global__ void mr_gx_zero_kernel(uint32_t* bar) {
   mr_pdl_wait(); /* the previous call on the stream may still read it */
   if (threadIdx.x == 0) *bar = 0u;
@@ -143,17 +160,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
     ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
   __syncthreads();
-  if (tid == 0) {
-    mr_pdl_wait();
-    __threadfence();
-    uint32_t v;
-    asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(v) : "l"(a.bar) : "memory");
-    do {
-      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(a.bar) : "memory");
-    } while (v < G);
-    __threadfence();
-  }
-  __syncthreads();
+  mr_gx_grid_barrier(a.bar, G);
 
   /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
    * (16 experts) over rows rg + NRG i in 16-bit lanes (<= 9 x 32 per lane), then per expert over the
@@ -280,8 +287,12 @@ extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
   return 256u + ((size_t)G * Ep + 255u) / 256u * 256u;
 }
 
-template <int DT, int EPL, int L>
-static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
+/* The zeroing launch (PDL after the previous work), then `kernel` over G CTAs as a cooperative
+ * launch (PDL after the zeroing): gx's and gxs's launch. cudaErrorCooperativeLaunchTooLarge (cleared)
+ * when the device refuses the cooperative launch: nothing was written but the barrier word. */
+template <typename KF, typename... Args>
+static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, size_t smem, uint32_t* bar,
+                                     cudaStream_t stream, Args... args) {
   const bool pdl = mr_cuda_pdl_on() != 0;
   cudaLaunchAttribute za;
   memset(&za, 0, sizeof za);
@@ -292,8 +303,8 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
     zc.attrs = &za;
     zc.numAttrs = 1;
   }
-  MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, g->bar));
-  cudaLaunchConfig_t lc = mr_launch_config(g->G, MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), stream);
+  MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar));
+  cudaLaunchConfig_t lc = mr_launch_config(G, threads, smem, stream);
   cudaLaunchAttribute at[2];
   memset(at, 0, sizeof at);
   at[0].id = cudaLaunchAttributeCooperative;
@@ -301,13 +312,19 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
   at[1] = za;
   lc.attrs = at;
   lc.numAttrs = pdl ? 2 : 1;
-  const cudaError_t err = cudaLaunchKernelEx(&lc, mr_gx_route_kernel<DT, EPL, L>, *p, *o, *g);
+  const cudaError_t err = cudaLaunchKernelEx(&lc, kernel, args...);
   if (err == cudaErrorCooperativeLaunchTooLarge) {
     (void)cudaGetLastError(); /* the caller takes the other paths; the zeroing launch did no harm */
     return err;
   }
   MR_TRY(err);
   return cudaSuccess;
+}
+
+template <int DT, int EPL, int L>
+static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
+  return mr_gx_coop_launch(mr_gx_route_kernel<DT, EPL, L>, g->G, MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar,
+                           stream, *p, *o, *g);
 }
 
 /* Route by gx (mr_cuda_gx_takes said so; workspace >= mr_cuda_gx_workspace, 16-byte aligned):
@@ -340,4 +357,253 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
   if (g.k <= 4) MR_GX_CASE(8, 4);
   MR_GX_CASE(8, 8);
 #undef MR_GX_CASE
+}
+
+/* ======================================================================== */
+/* gxs: the sort in one cooperative launch over the grid (v23)              */
+/* ======================================================================== */
+/*
+ * The sort entry point's (and route's, after the gate kernel) answer to the large sort's three
+ * launches (rank, scan, place: 13.27 us at DeepSeek-R1 T = 16384 on the H100, results run 34, most
+ * of it the launches' latency): gx's exchange without the gating. CTA c owns the rows
+ * [c R, c R + R) of topk_ids (R = ceil(T / G), G <= one CTA per SM):
+ *   A. its entries into shared memory, and bit t % 32 of word t / 32 of each entry's expert in the
+ *      token masks tm[w][e] (a shared atomicOr: order-free). A bit already set is a token that names
+ *      its expert twice (only a sort input can): the CTA then counts and ranks its entries by
+ *      comparing ids (exact, slow; it touches no other CTA's work).
+ *   B. its count of every expert (16 bits: <= R k) as row c of the [G][Ep] matrix, then ONE grid
+ *      barrier (gx's).
+ *   C. thread (col, rg) sums the 8 experts of a 16-byte column over the rows rg + NRG j (32-bit
+ *      totals, and the rows before c), the NRG row groups reduced by shuffles (rg is the lane's low
+ *      bits); the padded scan over the experts (64-bit: padded size low, enabled high).
+ *   D. entry (t, slot) of expert e at start_e + before_e + rank (P[w][e] + popc(tm below t)):
+ *      ascending token order inside each expert, then ascending slot (a duplicate's ranks by
+ *      comparison), the same bits as every sort; padding and block ids of experts c + G j; CTA 0
+ *      the totals.
+ * No moe_buf (P clears it beside the large sort's phases). Shared memory stays below 48 KB (no
+ * opt-in attribute: cudaFuncSetAttribute is not a stream operation and is avoided during capture).
+ */
+#define MR_GXS_THREADS 512
+#define MR_GXS_WARPS (MR_GXS_THREADS / 32)
+#define MR_GXS_MAX_E 512
+#define MR_GXS_J 8 /* count-matrix loads in flight per thread */
+#define MR_GXS_SMEM_MAX (48u * 1024u)
+
+typedef struct mr_gxs_k {
+  uint32_t T, E, Ep, k, U, G, R, W; /* W = ceil(R / 32) mask words per expert */
+  uint32_t nrg;                     /* row groups of the read-back: a power of two <= 32 */
+  uint16_t* cnt;                    /* [G][Ep] (16-byte aligned) */
+  uint32_t* bar;
+} mr_gxs_k;
+
+/* shared (words): tm [W E] | P [W E] | entries [R k] | start, pos, cnt, loc [E] | dup flag, pad to 2 |
+ * w64 [16] | count row [Ep] halves (16-byte aligned) */
+__host__ __device__ __forceinline__ uint32_t mr_gxs_w64_word(uint32_t E, uint32_t R, uint32_t k, uint32_t W) {
+  return (2u * W * E + R * k + 4u * E + 1u + 3u) & ~3u;
+}
+__host__ __device__ __forceinline__ size_t mr_gxs_smem(uint32_t E, uint32_t R, uint32_t k, uint32_t W) {
+  const uint32_t Ep = (E + 7u) & ~7u;
+  return (size_t)mr_gxs_w64_word(E, R, k, W) * 4u + 8u * MR_GXS_WARPS + 2u * Ep;
+}
+
+__global__ void __launch_bounds__(MR_GXS_THREADS, 1)
+    mr_gxs_sort_kernel(const int32_t* __restrict__ ids, const float* __restrict__ wts,
+                       const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gxs_k a) {
+  extern __shared__ __align__(16) uint32_t mr_gxs_sm[];
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, c = blockIdx.x;
+  const uint32_t E = a.E, Ep = a.Ep, k = a.k, U = a.U, G = a.G, W = a.W;
+  uint32_t* tm = mr_gxs_sm;
+  uint32_t* P = tm + W * E;
+  int32_t* ent = (int32_t*)(P + W * E);
+  uint32_t* s_start = (uint32_t*)ent + a.R * k;
+  uint32_t* s_pos = s_start + E;
+  uint32_t* s_cnt = s_pos + E;
+  uint32_t* s_loc = s_cnt + E;
+  uint32_t* s_dup = s_loc + E;
+  unsigned long long* s_w64 = (unsigned long long*)(mr_gxs_sm + mr_gxs_w64_word(E, a.R, k, W));
+  uint16_t* crow = (uint16_t*)(s_w64 + MR_GXS_WARPS); /* 16-byte aligned */
+  mr_pdl_launch_dependents();
+  for (uint32_t q = tid; q < W * E; q += MR_GXS_THREADS) tm[q] = 0u;
+  if (tid == 0) *s_dup = 0u;
+  __syncthreads();
+
+  /* A. the entries and the token masks (topk_ids are final: the zeroing launch waited for the
+   * previous work on the stream before this launch could start) */
+  const uint32_t t0 = c * a.R, nrows = min(a.R, a.T - t0), n = nrows * k;
+  const int32_t* cid = ids + (size_t)t0 * k;
+  for (uint32_t i = tid; i < n; i += MR_GXS_THREADS) {
+    const int32_t id = cid[i];
+    ent[i] = id;
+    if ((uint32_t)id < E && (o.expert_mask == NULL || __ldg(o.expert_mask + id) != 0)) {
+      const uint32_t tl = mr_udiv(i, k, o.k_magic), bit = 1u << (tl & 31u);
+      if (atomicOr(tm + (tl >> 5) * E + (uint32_t)id, bit) & bit) *s_dup = 1u;
+    }
+  }
+  __syncthreads();
+  const bool dup = *s_dup != 0u; /* CTA-uniform */
+
+  /* B. this CTA's counts: row c of the matrix; the grid barrier */
+  for (uint32_t e = tid; e < Ep; e += MR_GXS_THREADS) {
+    uint32_t cn = 0u;
+    if (e < E && !dup) {
+      cn = mr_tm_count(tm, P, W, E, e);
+    } else if (e < E && (o.expert_mask == NULL || __ldg(o.expert_mask + e) != 0)) {
+      for (uint32_t j = 0; j < n; ++j) cn += ent[j] == (int32_t)e; /* a duplicate somewhere in the CTA */
+    }
+    crow[e] = (uint16_t)cn;
+  }
+  __syncthreads();
+  for (uint32_t q = tid; q < Ep / 8u; q += MR_GXS_THREADS)
+    ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)crow)[q];
+  __syncthreads();
+  mr_gx_grid_barrier(a.bar, G);
+
+  /* C. each expert's total and its count in the CTAs before c */
+  const uint32_t ncol = Ep / 8u, nrg = a.nrg, col = tid / nrg, rg = tid % nrg;
+  const bool act = col < ncol;
+  uint32_t te[8], be[8];
+#pragma unroll
+  for (int q = 0; q < 8; ++q) te[q] = be[q] = 0u;
+  for (uint32_t r0 = rg; r0 < G; r0 += nrg * MR_GXS_J) { /* no shuffle inside: the lanes may part here */
+    uint4 x[MR_GXS_J];
+#pragma unroll
+    for (uint32_t j = 0; j < MR_GXS_J; ++j) {
+      const uint32_t r = r0 + nrg * j;
+      x[j] = act && r < G ? __ldcg((const uint4*)(a.cnt + (size_t)r * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+    }
+#pragma unroll
+    for (uint32_t j = 0; j < MR_GXS_J; ++j) {
+      const bool before = r0 + nrg * j < c;
+      const uint32_t w4[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t lo = w4[q] & 0xffffu, hi = w4[q] >> 16;
+        te[2 * q] += lo;
+        te[2 * q + 1] += hi;
+        be[2 * q] += before ? lo : 0u;
+        be[2 * q + 1] += before ? hi : 0u;
+      }
+    }
+  }
+  for (uint32_t m = 1u; m < nrg; m <<= 1) { /* nrg divides 32: the groups are aligned lane ranges */
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      te[q] += __shfl_xor_sync(MR_FULL_MASK, te[q], m);
+      be[q] += __shfl_xor_sync(MR_FULL_MASK, be[q], m);
+    }
+  }
+  if (act && rg == 0u) {
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const uint32_t e = col * 8u + (uint32_t)q;
+      if (e < E) {
+        s_cnt[e] = te[q];
+        s_pos[e] = be[q];
+      }
+    }
+  }
+  __syncthreads();
+  /* the padded scan over the experts, thread e (E <= 512 = the CTA's threads) */
+  unsigned long long v = 0ull;
+  uint32_t cn = 0u, bf = 0u;
+  if (tid < E) {
+    const uint32_t en = o.expert_mask == NULL || __ldg(o.expert_mask + tid) != 0;
+    cn = en ? s_cnt[tid] : 0u; /* a masked expert's entries were never counted */
+    bf = s_pos[tid];
+    v = (unsigned long long)(mr_udiv(cn + U - 1u, U, o.u_magic) * U) | ((unsigned long long)en << 32);
+  }
+  unsigned long long total;
+  const unsigned long long run = mr_cta_excl_scan64<MR_GXS_WARPS>(v, s_w64, &total); /* sort.cuh */
+  if (tid < E) {
+    s_start[tid] = (uint32_t)run;
+    s_loc[tid] = (uint32_t)(run >> 32);
+    s_cnt[tid] = cn;
+    s_pos[tid] = (uint32_t)run + bf;
+  }
+  __syncthreads();
+
+  /* D. this CTA's entries; the padding and block ids of experts c + G j; the totals */
+  const float* cw = wts ? wts + (size_t)t0 * k : NULL;
+  for (uint32_t i = tid; i < n; i += MR_GXS_THREADS) {
+    const uint32_t e = (uint32_t)ent[i];
+    if (e < E && s_cnt[e] != 0u) {
+      const uint32_t tl = mr_udiv(i, k, o.k_magic), slot = i - tl * k;
+      uint32_t rank = 0u;
+      if (!dup) {
+        rank = mr_tm_rank(tm, P, E, tl, e);
+      } else {
+        for (uint32_t j = 0; j < i; ++j) rank += ent[j] == (int32_t)e;
+      }
+      mr_emit_entry_at(&o, s_pos[e] + rank, t0 * k + i, t0 + tl, slot, cw ? __float_as_uint(cw[i]) : 0u);
+    }
+  }
+  for (uint32_t e = c + G * warp; e < E; e += G * MR_GXS_WARPS) {
+    const uint32_t ne = s_cnt[e];
+    if (ne != 0u) mr_emit_padding(&o, s_start[e], ne, mr_udiv(ne + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
+  }
+  if (c == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
+}
+
+/* the plan: R rows per CTA, G CTAs (at most one per SM), the mask words, the read-back's row groups;
+ * 0 where it does not fit (E > 512, shared memory over 48 KB, a count over 16 bits) */
+static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
+  const int64_t T = cfg->num_tokens, E = cfg->num_experts, k = cfg->top_k;
+  const int64_t sms = mr_cuda_sm_count();
+  if (T < 1 || sms < 1 || E > MR_GXS_MAX_E || T >= ((int64_t)1 << 24)) return 0;
+  const int64_t R = (T + sms - 1) / sms;
+  if (R * k > 65535) return 0;
+  memset(g, 0, sizeof *g);
+  g->T = (uint32_t)T;
+  g->E = (uint32_t)E;
+  g->Ep = (g->E + 7u) & ~7u;
+  g->k = (uint32_t)k;
+  g->U = (uint32_t)cfg->unit_size;
+  g->R = (uint32_t)R;
+  g->G = (uint32_t)((T + R - 1) / R);
+  g->W = (g->R + 31u) / 32u;
+  uint32_t nrg = 32u;
+  while (nrg > 1u && (g->Ep / 8u) * nrg > MR_GXS_THREADS) nrg >>= 1;
+  g->nrg = nrg;
+  *smem = mr_gxs_smem(g->E, g->R, g->k, g->W);
+  return *smem <= MR_GXS_SMEM_MAX;
+}
+
+/* knob gxs: 0 = auto (off until measured: MR_GXS_AUTO), 1 = the sort entry point and route's sort
+ * wherever it fits, 2 = the sort entry point only, -1 = never. No moe_buf; a device that launches
+ * cooperative kernels. */
+#define MR_GXS_AUTO 0
+static int mr_gxs_auto(const mr_config* cfg, moeroute_op op) {
+  (void)cfg;
+  (void)op;
+  return MR_GXS_AUTO;
+}
+extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {
+  const int knob = mr_cuda_tune.gxs;
+  mr_gxs_k g;
+  size_t smem;
+  if (knob < 0 || mr_cuda_tune.force_general || cfg->moe_buf_bytes != 0 || !mr_gxs_plan(cfg, &g, &smem)) return 0;
+  if (knob == 2 && op != MOEROUTE_OP_SORT) return 0;
+  return (knob > 0 || mr_gxs_auto(cfg, op)) && mr_cuda_coop_launch();
+}
+
+/* workspace: the barrier word (its own 256 bytes), then the count matrix [G][Ep] of 16 bits */
+extern "C" size_t mr_cuda_gxs_workspace(const mr_config* cfg) {
+  mr_gxs_k g;
+  size_t smem;
+  if (!mr_gxs_plan(cfg, &g, &smem)) return 0;
+  return 256u + (((size_t)g.G * g.Ep * 2u + 255u) & ~(size_t)255u);
+}
+
+/* Sort by gxs (mr_cuda_gxs_takes said so; workspace >= mr_cuda_gxs_workspace, 16-byte aligned):
+ * cudaErrorCooperativeLaunchTooLarge when the device refuses the launch (nothing written but the
+ * barrier word): the caller sorts by the other paths. */
+extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
+                                               const float* topk_weights, void* workspace, cudaStream_t stream) {
+  mr_gxs_k g;
+  size_t smem;
+  if (!mr_gxs_plan(cfg, &g, &smem)) return cudaErrorInvalidConfiguration;
+  g.bar = (uint32_t*)workspace;
+  g.cnt = (uint16_t*)((unsigned char*)workspace + 256);
+  return mr_gx_coop_launch(mr_gxs_sort_kernel, g.G, MR_GXS_THREADS, smem, g.bar, stream, topk_ids, topk_weights, *o,
+                           g);
 }

@@ -1,0 +1,365 @@
+/*
+ * gxs_lab.cu - lab file for gxs, the sort in one cooperative launch over the grid (gx.cu, v23; lab
+ * code only, not built by default).
+ *
+ * 1. Check: for each preset and T, route and sort with the knob gxs = -1 (the paths before gxs) and
+ *    with gxs on (route: 1, the gate kernel then gxs; sort: 2), every output array compared word for
+ *    word (poisoned before), the sort's outputs also against the CPU sort of the same top-k; with and
+ *    without an expert mask; and sort inputs with duplicates and out-of-range ids in some rows.
+ * 2. Timing, kernel metric (50 calls in one graph, median of 9 replays), no moe_buf, U = 32, both
+ *    layouts, bf16: route before / route with gxs / sort before / sort gxs / the gate kernel alone.
+ *
+ * Build (after the library):
+ *   nvcc -O3 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu build/libmoeroute.a -o gxs_lab
+ * Run: gxs_lab [--no-time] [--quick] [--ts 1024,4096,...] [--models a,b]
+ *
+ * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
+ */
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/common.cuh" /* mr_cuda_tune (hidden symbol, reachable through the static library) */
+#include "moeroute.h"
+#include "lab_util.h"
+
+static void* dalloc(size_t n) {
+  void* d = NULL;
+  CK(cudaMalloc(&d, n < 16 ? 16 : n));
+  return d;
+}
+
+/* the output arrays of one call, on the device, with their lengths in words */
+enum { NOUT = 9 };
+typedef struct {
+  moeroute_params p;
+  moeroute_sizes sz;
+  moeroute_buffers b; /* inputs + outputs */
+  size_t len[NOUT];
+  void* out[NOUT];
+} Case;
+
+static void out_ptrs(Case* c) {
+  moeroute_buffers* b = &c->b;
+  void* o[NOUT] = {b->topk_ids, b->topk_weights, b->sorted_ids, b->sorted_weights, b->sorted_expert_ids,
+                   b->num_valid_ids, b->sorted_token_ids, b->expert_ids, b->num_tokens_post_pad};
+  memcpy(c->out, o, sizeof o);
+}
+
+static int setup(Case* c, const char* model, int T, int mask_pct, uint64_t seed) {
+  memset(c, 0, sizeof *c);
+  const moeroute_preset* pr = moeroute_preset_find(model);
+  if (!pr) return -1;
+  moeroute_params_init(&c->p);
+  moeroute_params_from_preset(&c->p, pr);
+  c->p.num_tokens = T;
+  c->p.unit_size = 32;
+  c->p.logits_dtype = MOEROUTE_DTYPE_BF16;
+  moeroute_buffers_init(&c->b);
+  if (moeroute_get_sizes(&c->p, &c->sz) != MOEROUTE_OK) return -1;
+  const int E = c->p.num_experts;
+  uint64_t st = seed;
+  const size_t nl = (size_t)T * E;
+  uint16_t* hl = (uint16_t*)malloc(nl * 2);
+  for (size_t i = 0; i < nl; ++i) {
+    const float f = (float)((lab_splitmix(&st) >> 40) * (4.0 / 16777216.0) - 2.0);
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    hl[i] = (uint16_t)(u >> 16);
+  }
+  c->b.logits = dalloc(nl * 2);
+  CK(cudaMemcpy((void*)c->b.logits, hl, nl * 2, cudaMemcpyHostToDevice));
+  free(hl);
+  if (pr->has_bias) {
+    float* hb = (float*)malloc(E * 4);
+    for (int e = 0; e < E; ++e) hb[e] = (float)((lab_splitmix(&st) >> 40) * (0.2 / 16777216.0) - 0.1);
+    float* db = (float*)dalloc(E * 4);
+    CK(cudaMemcpy(db, hb, E * 4, cudaMemcpyHostToDevice));
+    c->b.bias = db;
+    free(hb);
+  }
+  if (mask_pct > 0) {
+    int32_t* hm = (int32_t*)malloc(E * 4);
+    for (int e = 0; e < E; ++e) hm[e] = (int)(lab_splitmix(&st) % 100) >= mask_pct;
+    int32_t* dm = (int32_t*)dalloc(E * 4);
+    CK(cudaMemcpy(dm, hm, E * 4, cudaMemcpyHostToDevice));
+    c->b.expert_mask = dm;
+    free(hm);
+  }
+  const moeroute_sizes* z = &c->sz;
+  const size_t len[NOUT] = {(size_t)z->topk_len,       (size_t)z->topk_len,        (size_t)z->ck_sorted_len,
+                            (size_t)z->ck_sorted_len,   (size_t)z->ck_blocks_len,   2,
+                            (size_t)z->vllm_sorted_len, (size_t)z->vllm_blocks_len, 1};
+  memcpy(c->len, len, sizeof len);
+  c->b.topk_ids = (int32_t*)dalloc(len[0] * 4);
+  c->b.topk_weights = (float*)dalloc(len[1] * 4);
+  c->b.sorted_ids = (int32_t*)dalloc(len[2] * 4);
+  c->b.sorted_weights = (float*)dalloc(len[3] * 4);
+  c->b.sorted_expert_ids = (int32_t*)dalloc(len[4] * 4);
+  c->b.num_valid_ids = (int32_t*)dalloc(8);
+  c->b.sorted_token_ids = (int32_t*)dalloc(len[6] * 4);
+  c->b.expert_ids = (int32_t*)dalloc(len[7] * 4);
+  c->b.num_tokens_post_pad = (int32_t*)dalloc(4);
+  out_ptrs(c);
+  /* the workspace: the larger of route's and sort's, for every knob value this lab sets */
+  size_t ws = 0, w1 = 0;
+  for (int g = -1; g <= 2; ++g) {
+    mr_cuda_tune.gxs = g;
+    CK(moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, &c->p, &w1) == MOEROUTE_OK ? cudaSuccess : cudaErrorUnknown);
+    ws = w1 > ws ? w1 : ws;
+    CK(moeroute_cuda_workspace_size(MOEROUTE_OP_SORT, &c->p, &w1) == MOEROUTE_OK ? cudaSuccess : cudaErrorUnknown);
+    ws = w1 > ws ? w1 : ws;
+  }
+  mr_cuda_tune.gxs = 0;
+  c->b.workspace = dalloc(ws);
+  c->b.workspace_bytes = ws;
+  return 0;
+}
+
+static void release(Case* c) {
+  cudaFree((void*)c->b.logits);
+  cudaFree((void*)c->b.bias);
+  cudaFree((void*)c->b.expert_mask);
+  for (int i = 0; i < NOUT; ++i) cudaFree(c->out[i]);
+  cudaFree(c->b.workspace);
+}
+
+static void poison(const Case* c, int from) {
+  for (int i = from; i < NOUT; ++i) CK(cudaMemset(c->out[i], 0xAB, c->len[i] * 4));
+}
+
+/* host copies of the outputs from index `from` on */
+static uint32_t** fetch(const Case* c, int from) {
+  uint32_t** h = (uint32_t**)calloc(NOUT, sizeof *h);
+  for (int i = from; i < NOUT; ++i) {
+    h[i] = (uint32_t*)malloc(c->len[i] * 4);
+    CK(cudaMemcpy(h[i], c->out[i], c->len[i] * 4, cudaMemcpyDeviceToHost));
+  }
+  return h;
+}
+static void free_h(uint32_t** h) {
+  for (int i = 0; i < NOUT; ++i) free(h[i]);
+  free(h);
+}
+static const char* NAMES[NOUT] = {"topk_ids", "topk_weights", "sorted_ids", "sorted_weights", "sorted_expert_ids",
+                                  "num_valid_ids", "sorted_token_ids", "expert_ids", "num_tokens_post_pad"};
+static int cmp(const char* what, uint32_t** a, uint32_t** b, const size_t* len, int from) {
+  int bad = 0;
+  for (int i = from; i < NOUT; ++i) {
+    size_t nd = 0, first = 0;
+    for (size_t j = 0; j < len[i]; ++j)
+      if (a[i][j] != b[i][j]) {
+        if (!nd) first = j;
+        ++nd;
+      }
+    if (nd) {
+      printf("   MISMATCH %s %s: %zu words differ, first at %zu (%08x vs %08x)\n", what, NAMES[i], nd, first,
+             a[i][first], b[i][first]);
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+static int run_op(Case* c, moeroute_op op, cudaStream_t s) {
+  const moeroute_status st = op == MOEROUTE_OP_ROUTE ? moeroute_cuda_route(&c->p, &c->b, s)
+                                                     : moeroute_cuda_sort(&c->p, &c->b, s);
+  if (st != MOEROUTE_OK) {
+    printf("   call failed: %s\n", moeroute_last_error());
+    return 1;
+  }
+  CK(cudaStreamSynchronize(s));
+  return 0;
+}
+
+/* the CPU sort of the top-k now in c's device buffers, against the device's sort outputs h */
+static int cpu_check(const Case* c, uint32_t** h) {
+  moeroute_buffers hb;
+  moeroute_buffers_init(&hb);
+  const size_t n = c->len[0];
+  int32_t* ids = (int32_t*)malloc(n * 4);
+  float* w = (float*)malloc(n * 4);
+  CK(cudaMemcpy(ids, c->b.topk_ids, n * 4, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(w, c->b.topk_weights, n * 4, cudaMemcpyDeviceToHost));
+  int32_t* mask = NULL;
+  if (c->b.expert_mask) {
+    mask = (int32_t*)malloc(c->p.num_experts * 4);
+    CK(cudaMemcpy(mask, c->b.expert_mask, c->p.num_experts * 4, cudaMemcpyDeviceToHost));
+  }
+  hb.topk_ids = ids;
+  hb.topk_weights = w;
+  hb.expert_mask = mask;
+  uint32_t* o[NOUT];
+  for (int i = 2; i < NOUT; ++i) {
+    o[i] = (uint32_t*)malloc(c->len[i] * 4);
+    memset(o[i], 0xAB, c->len[i] * 4);
+  }
+  hb.sorted_ids = (int32_t*)o[2];
+  hb.sorted_weights = (float*)o[3];
+  hb.sorted_expert_ids = (int32_t*)o[4];
+  hb.num_valid_ids = (int32_t*)o[5];
+  hb.sorted_token_ids = (int32_t*)o[6];
+  hb.expert_ids = (int32_t*)o[7];
+  hb.num_tokens_post_pad = (int32_t*)o[8];
+  size_t cws = 0;
+  moeroute_cpu_workspace_size(MOEROUTE_OP_SORT, &c->p, &cws);
+  hb.workspace = cws ? malloc(cws) : NULL;
+  hb.workspace_bytes = cws;
+  int bad = 0;
+  if (moeroute_cpu_sort(&c->p, &hb) != MOEROUTE_OK) {
+    printf("   cpu sort failed: %s\n", moeroute_last_error());
+    bad = 1;
+  } else {
+    bad = cmp("gxs sort vs cpu", h, o, c->len, 2);
+  }
+  for (int i = 2; i < NOUT; ++i) free(o[i]);
+  free(ids);
+  free(w);
+  free(mask);
+  free(hb.workspace);
+  return bad;
+}
+
+/* sort inputs with duplicates (every 7th row names its first expert twice) and an out-of-range id
+ * (every 11th row), written into c's top-k */
+static void corrupt_topk(Case* c) {
+  const size_t n = c->len[0];
+  const int k = c->p.top_k, E = c->p.num_experts;
+  int32_t* ids = (int32_t*)malloc(n * 4);
+  CK(cudaMemcpy(ids, c->b.topk_ids, n * 4, cudaMemcpyDeviceToHost));
+  for (size_t t = 0; t * k < n; ++t) {
+    if (k > 1 && t % 7 == 3) ids[t * k + k - 1] = ids[t * k];
+    if (t % 11 == 5) ids[t * k] = (t % 2) ? E + 3 : -1;
+  }
+  CK(cudaMemcpy(c->b.topk_ids, ids, n * 4, cudaMemcpyHostToDevice));
+  free(ids);
+}
+
+static int check_case(const char* model, int T, int mask_pct, cudaStream_t s) {
+  Case c;
+  if (setup(&c, model, T, mask_pct, 0x5eedu + (uint64_t)T * 31u + (uint64_t)mask_pct) != 0) {
+    printf("check %s T=%d: setup failed\n", model, T);
+    return 1;
+  }
+  int bad = 0;
+  /* route: before vs the gate kernel + gxs */
+  mr_cuda_tune.gxs = -1;
+  poison(&c, 0);
+  bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+  uint32_t** ref = fetch(&c, 0);
+  mr_cuda_tune.gxs = 1;
+  mr_cuda_tune.gx = -1; /* the gate kernel + gxs, also where gx would run */
+  poison(&c, 0);
+  bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+  mr_cuda_tune.gx = 0;
+  uint32_t** got = fetch(&c, 0);
+  bad += cmp("route gxs vs before", got, ref, c.len, 0);
+  bad += cpu_check(&c, got);
+  free_h(got);
+  /* sort from the same top-k: before vs gxs; then twice more with corrupted rows */
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass) corrupt_topk(&c);
+    mr_cuda_tune.gxs = -1;
+    poison(&c, 2);
+    bad += run_op(&c, MOEROUTE_OP_SORT, s);
+    uint32_t** sref = fetch(&c, 2);
+    mr_cuda_tune.gxs = 2;
+    poison(&c, 2);
+    bad += run_op(&c, MOEROUTE_OP_SORT, s);
+    uint32_t** sgot = fetch(&c, 2);
+    bad += cmp(pass ? "sort gxs vs before (dup rows)" : "sort gxs vs before", sgot, sref, c.len, 2);
+    bad += cpu_check(&c, sgot);
+    free_h(sref);
+    free_h(sgot);
+  }
+  free_h(ref);
+  mr_cuda_tune.gxs = 0;
+  printf("check %-20s T=%6d mask %2d%%: %s\n", model, T, mask_pct, bad ? "FAIL" : "ok");
+  release(&c);
+  return bad != 0;
+}
+
+static double time_op(Case* c, int op, int knob, cudaStream_t s) {
+  const int calls = 50;
+  mr_cuda_tune.gxs = knob;
+  mr_cuda_tune.gx = knob == 1 ? -1 : 0; /* route's gxs form is the gate kernel + gxs, also where gx would run */
+  cudaGraph_t g;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < calls; ++i) {
+    const moeroute_status st = op == 0   ? moeroute_cuda_route(&c->p, &c->b, s)
+                               : op == 1 ? moeroute_cuda_sort(&c->p, &c->b, s)
+                                         : moeroute_cuda_gate(&c->p, &c->b, s);
+    if (st != MOEROUTE_OK) {
+      printf("timing call failed: %s\n", moeroute_last_error());
+      exit(2);
+    }
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  const double us = lab_graph_us(g, calls, 9, 2, s);
+  mr_cuda_tune.gxs = 0;
+  mr_cuda_tune.gx = 0;
+  return us;
+}
+
+int main(int argc, char** argv) {
+  int do_time = 1, quick = 0;
+  int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
+  const char* models[8] = {"deepseek-r1-softmax", "gpt-oss-120b", "kimi-k2", "qwen3-next"};
+  int nm = 4;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--no-time")) do_time = 0;
+    if (!strcmp(argv[i], "--quick")) quick = 1; /* the sanitizers' set: T = 5, 1000, 4097, no timing */
+    if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
+      nts = 0;
+      for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
+    }
+    if (!strcmp(argv[i], "--models") && i + 1 < argc) {
+      nm = 0;
+      for (char* q = strtok(argv[++i], ","); q && nm < 8; q = strtok(NULL, ",")) models[nm++] = q;
+    }
+  }
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  int fails = 0;
+  const int checks[] = {1, 5, 133, 1000, 4097, 16384, 40000}, qchecks[] = {5, 1000, 4097};
+  const int* ck = quick ? qchecks : checks;
+  const int nck = quick ? 3 : (int)(sizeof checks / sizeof checks[0]);
+  if (quick) do_time = 0;
+  for (int m = 0; m < nm; ++m)
+    for (int j = 0; j < nck; ++j)
+      for (int mp = 0; mp < 2; ++mp) fails += check_case(models[m], ck[j], mp ? 30 : 0, s);
+  printf("gxs check: %d failure(s)\n", fails);
+  if (do_time) {
+    printf("kernel metric, us (no moe_buf, U = 32, both layouts, bf16): route before | route gxs | sort before | "
+           "sort gxs | gate alone\n");
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nts; ++j) {
+        Case c;
+        if (setup(&c, models[m], ts[j], 0, 99u + ts[j]) != 0) continue;
+        mr_cuda_tune.gxs = -1;
+        if (run_op(&c, MOEROUTE_OP_ROUTE, s)) exit(2); /* the sort's input: this top-k */
+        const double rb = time_op(&c, 0, -1, s), rg = time_op(&c, 0, 1, s);
+        const double sb = time_op(&c, 1, -1, s), sg = time_op(&c, 1, 2, s);
+        const double ga = time_op(&c, 2, 0, s);
+        /* the outputs after timing: the last calls were the gate kernel's; sort once more and check */
+        mr_cuda_tune.gxs = 2;
+        poison(&c, 2);
+        int bad = run_op(&c, MOEROUTE_OP_SORT, s);
+        uint32_t** h = fetch(&c, 2);
+        bad += cpu_check(&c, h);
+        free_h(h);
+        mr_cuda_tune.gxs = 0;
+        printf("gxs %-20s T=%6d  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  (route %.3f, sort %.3f)%s\n", models[m], ts[j],
+               rb, rg, sb, sg, ga, rg / rb, sg / sb, bad ? "  WRONG" : "");
+        fails += bad != 0;
+        release(&c);
+      }
+  }
+  CK(cudaStreamDestroy(s));
+  printf("gxs lab: %d failure(s)\n", fails);
+  return fails ? 1 : 0;
+}
