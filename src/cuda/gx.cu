@@ -367,12 +367,13 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
  * launches (rank, scan, place: 13.27 us at DeepSeek-R1 T = 16384 on the H100, results run 34, most
  * of it the launches' latency): gx's exchange without the gating. CTA c owns the rows
  * [c R, c R + R) of topk_ids (R = ceil(T / G), G <= one CTA per SM):
- *   A. its entries into shared memory, and bit t % 32 of word t / 32 of each entry's expert in the
- *      token masks tm[w][e] (a shared atomicOr: order-free). A bit already set is a token that names
+ *   A. its entries into shared memory (where they fit; else B and D read them again from topk_ids), and
+ *      bit t % 32 of word t / 32 of each entry's expert in the token masks tm[w][e] (a shared atomicOr:
+ *      order-free). A bit already set is a token that names
  *      its expert twice (only a sort input can): the CTA then counts and ranks its entries by
  *      comparing ids (exact, slow; it touches no other CTA's work).
- *   B. its count of every expert (16 bits: <= R k) as row c of the [G][Ep] matrix, then ONE grid
- *      barrier (gx's).
+ *   B. its count of every expert (16 bits: <= R k) as row c of the [G][Ep] matrix (and the running
+ *      counts P[w][e] over the mask words, 16 bits), then ONE grid barrier (gx's).
  *   C. thread (col, rg) sums the 8 experts of a 16-byte column over the rows rg + NRG j (32-bit
  *      totals, and the rows before c), the NRG row groups reduced by shuffles (rg is the lane's low
  *      bits); the padded scan over the experts (64-bit: padded size low, enabled high).
@@ -392,18 +393,24 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
 typedef struct mr_gxs_k {
   uint32_t T, E, Ep, k, U, G, R, W; /* W = ceil(R / 32) mask words per expert */
   uint32_t nrg;                     /* row groups of the read-back: a power of two <= 32 */
+  uint32_t ent_sm;                  /* the CTA's entries kept in shared memory (else read again from topk_ids) */
   uint16_t* cnt;                    /* [G][Ep] (16-byte aligned) */
   uint32_t* bar;
 } mr_gxs_k;
 
-/* shared (words): tm [W E] | P [W E] | entries [R k] | start, pos, cnt, loc [E] | dup flag, pad to 2 |
- * w64 [16] | count row [Ep] halves (16-byte aligned) */
-__host__ __device__ __forceinline__ uint32_t mr_gxs_w64_word(uint32_t E, uint32_t R, uint32_t k, uint32_t W) {
-  return (2u * W * E + R * k + 4u * E + 1u + 3u) & ~3u;
+/* shared (words): tm [W E] | P [W E] halves | entries [R k] (where kept) | start, pos, cnt, loc [E] | dup
+ * flag, pad to 4 | w64 [16] | count row [Ep] halves (16-byte aligned) */
+__host__ __device__ __forceinline__ uint32_t mr_gxs_ent_word(uint32_t E, uint32_t W) {
+  return W * E + (W * E + 1u) / 2u;
 }
-__host__ __device__ __forceinline__ size_t mr_gxs_smem(uint32_t E, uint32_t R, uint32_t k, uint32_t W) {
+__host__ __device__ __forceinline__ uint32_t mr_gxs_w64_word(uint32_t E, uint32_t R, uint32_t k, uint32_t W,
+                                                             uint32_t ent_sm) {
+  return (mr_gxs_ent_word(E, W) + (ent_sm ? R * k : 0u) + 4u * E + 1u + 3u) & ~3u;
+}
+__host__ __device__ __forceinline__ size_t mr_gxs_smem(uint32_t E, uint32_t R, uint32_t k, uint32_t W,
+                                                       uint32_t ent_sm) {
   const uint32_t Ep = (E + 7u) & ~7u;
-  return (size_t)mr_gxs_w64_word(E, R, k, W) * 4u + 8u * MR_GXS_WARPS + 2u * Ep;
+  return (size_t)mr_gxs_w64_word(E, R, k, W, ent_sm) * 4u + 8u * MR_GXS_WARPS + 2u * Ep;
 }
 
 __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
@@ -413,14 +420,14 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5, c = blockIdx.x;
   const uint32_t E = a.E, Ep = a.Ep, k = a.k, U = a.U, G = a.G, W = a.W;
   uint32_t* tm = mr_gxs_sm;
-  uint32_t* P = tm + W * E;
-  int32_t* ent = (int32_t*)(P + W * E);
-  uint32_t* s_start = (uint32_t*)ent + a.R * k;
+  uint16_t* P = (uint16_t*)(tm + W * E); /* a CTA's counts: <= R k <= 65535 */
+  int32_t* ent_s = (int32_t*)(mr_gxs_sm + mr_gxs_ent_word(E, W));
+  uint32_t* s_start = (uint32_t*)ent_s + (a.ent_sm ? a.R * k : 0u);
   uint32_t* s_pos = s_start + E;
   uint32_t* s_cnt = s_pos + E;
   uint32_t* s_loc = s_cnt + E;
   uint32_t* s_dup = s_loc + E;
-  unsigned long long* s_w64 = (unsigned long long*)(mr_gxs_sm + mr_gxs_w64_word(E, a.R, k, W));
+  unsigned long long* s_w64 = (unsigned long long*)(mr_gxs_sm + mr_gxs_w64_word(E, a.R, k, W, a.ent_sm));
   uint16_t* crow = (uint16_t*)(s_w64 + MR_GXS_WARPS); /* 16-byte aligned */
   mr_pdl_launch_dependents();
   for (uint32_t q = tid; q < W * E; q += MR_GXS_THREADS) tm[q] = 0u;
@@ -431,9 +438,10 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
    * previous work on the stream before this launch could start) */
   const uint32_t t0 = c * a.R, nrows = min(a.R, a.T - t0), n = nrows * k;
   const int32_t* cid = ids + (size_t)t0 * k;
+  const int32_t* ent = a.ent_sm ? (const int32_t*)ent_s : cid; /* phases B and D read the entries here */
   for (uint32_t i = tid; i < n; i += MR_GXS_THREADS) {
     const int32_t id = cid[i];
-    ent[i] = id;
+    if (a.ent_sm) ent_s[i] = id;
     if ((uint32_t)id < E && (o.expert_mask == NULL || __ldg(o.expert_mask + id) != 0)) {
       const uint32_t tl = mr_udiv(i, k, o.k_magic), bit = 1u << (tl & 31u);
       if (atomicOr(tm + (tl >> 5) * E + (uint32_t)id, bit) & bit) *s_dup = 1u;
@@ -564,7 +572,12 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   uint32_t nrg = 32u;
   while (nrg > 1u && (g->Ep / 8u) * nrg > MR_GXS_THREADS) nrg >>= 1;
   g->nrg = nrg;
-  *smem = mr_gxs_smem(g->E, g->R, g->k, g->W);
+  g->ent_sm = 1u;
+  *smem = mr_gxs_smem(g->E, g->R, g->k, g->W, 1u);
+  if (*smem > MR_GXS_SMEM_MAX) { /* the entries read twice from topk_ids instead */
+    g->ent_sm = 0u;
+    *smem = mr_gxs_smem(g->E, g->R, g->k, g->W, 0u);
+  }
   return *smem <= MR_GXS_SMEM_MAX;
 }
 

@@ -373,21 +373,23 @@ __device__ __forceinline__ void mr_small_post(const mr_sort_out& o, const mr_sma
  * callers detect a second naming and take their exact fallback).
  */
 
-/* Expert e's entries in the W words of tm; writes e's running counts into P. */
-__device__ __forceinline__ uint32_t mr_tm_count(const uint32_t* tm, uint32_t* P, uint32_t W, uint32_t E, uint32_t e) {
+/* Expert e's entries in the W words of tm; writes e's running counts into P (32 bits, or 16 where the
+ * counts fit: gxs). */
+template <typename PT>
+__device__ __forceinline__ uint32_t mr_tm_count(const uint32_t* tm, PT* P, uint32_t W, uint32_t E, uint32_t e) {
   uint32_t c = 0u;
   for (uint32_t w = 0; w < W; ++w) {
-    P[w * E + e] = c;
+    P[w * E + e] = (PT)c;
     c += (uint32_t)__popc(tm[w * E + e]);
   }
   return c;
 }
 
 /* Entries of expert e in the tokens before token lt (lt < 32 W). */
-__device__ __forceinline__ uint32_t mr_tm_rank(const uint32_t* tm, const uint32_t* P, uint32_t E, uint32_t lt,
-                                               uint32_t e) {
+template <typename PT>
+__device__ __forceinline__ uint32_t mr_tm_rank(const uint32_t* tm, const PT* P, uint32_t E, uint32_t lt, uint32_t e) {
   const uint32_t x = (lt >> 5) * E + e;
-  return P[x] + (uint32_t)__popc(tm[x] & ((1u << (lt & 31u)) - 1u));
+  return (uint32_t)P[x] + (uint32_t)__popc(tm[x] & ((1u << (lt & 31u)) - 1u));
 }
 
 /* Block-wide exclusive scan of v over NW warps (every thread calls); *total gets
