@@ -581,14 +581,19 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   return *smem <= MR_GXS_SMEM_MAX;
 }
 
-/* knob gxs: 0 = auto (off until measured: MR_GXS_AUTO), 1 = the sort entry point and route's sort
- * wherever it fits, 2 = the sort entry point only, -1 = never. No moe_buf; a device that launches
- * cooperative kernels. */
-#define MR_GXS_AUTO 0
+/* knob gxs: 0 = auto (mr_gxs_auto), 1 = the sort entry point and route's sort wherever it fits, 2 = the
+ * sort entry point only, -1 = never. No moe_buf; a device that launches cooperative kernels.
+ * The automatic rule is session 25's prediction (perf-log v23), put on before any device time so that
+ * the one results run the session could get would test it: the sort entry point from T*k = 8192 (its
+ * three launches, or ctm's cluster sort, cost 6.6 - 31 us there on the H100, results run 34; gxs ~5 - 8
+ * predicted), route above gx's range from T*k = 32769 (the gate kernel + gxs in place of large.cu's
+ * three launches or the chain). dev/gxs_lab.cu times both sides; the rule is narrowed where it loses. */
+#define MR_GXS_AUTO 1
+#define MR_GXS_SORT_MIN_N 8192
+#define MR_GXS_ROUTE_MIN_N 32769
 static int mr_gxs_auto(const mr_config* cfg, moeroute_op op) {
-  (void)cfg;
-  (void)op;
-  return MR_GXS_AUTO;
+  const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
+  return MR_GXS_AUTO && n >= (op == MOEROUTE_OP_SORT ? MR_GXS_SORT_MIN_N : MR_GXS_ROUTE_MIN_N);
 }
 extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {
   const int knob = mr_cuda_tune.gxs;
