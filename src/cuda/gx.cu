@@ -394,6 +394,8 @@ typedef struct mr_gxs_k {
   uint32_t T, E, Ep, k, U, G, R, W; /* W = ceil(R / 32) mask words per expert */
   uint32_t nrg;                     /* row groups of the read-back: a power of two <= 32 */
   uint32_t ent_sm;                  /* the CTA's entries kept in shared memory (else read again from topk_ids) */
+  uint32_t probe;                   /* lab timing probe (knob gxs_probe), WRONG outputs: 1 = return at entry, 2 =
+                                       after the counts (no barrier), 3 = after the barrier, 4 = after the scan */
   uint16_t* cnt;                    /* [G][Ep] (16-byte aligned) */
   uint32_t* bar;
 } mr_gxs_k;
@@ -430,6 +432,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   unsigned long long* s_w64 = (unsigned long long*)(mr_gxs_sm + mr_gxs_w64_word(E, a.R, k, W, a.ent_sm));
   uint16_t* crow = (uint16_t*)(s_w64 + MR_GXS_WARPS); /* 16-byte aligned */
   mr_pdl_launch_dependents();
+  if (a.probe == 1u) return;
   for (uint32_t q = tid; q < W * E; q += MR_GXS_THREADS) tm[q] = 0u;
   if (tid == 0) *s_dup = 0u;
   __syncthreads();
@@ -463,8 +466,10 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   __syncthreads();
   for (uint32_t q = tid; q < Ep / 8u; q += MR_GXS_THREADS)
     ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)crow)[q];
+  if (a.probe == 2u) return;
   __syncthreads();
   mr_gx_grid_barrier(a.bar, G);
+  if (a.probe == 3u) return;
 
   /* C. each expert's total and its count in the CTAs before c */
   const uint32_t ncol = Ep / 8u, nrg = a.nrg, col = tid / nrg, rg = tid % nrg;
@@ -528,6 +533,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
     s_cnt[tid] = cn;
     s_pos[tid] = (uint32_t)run + bf;
   }
+  if (a.probe == 4u) return;
   __syncthreads();
 
   /* D. this CTA's entries; the padding and block ids of experts c + G j; the totals */
@@ -583,17 +589,21 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
 
 /* knob gxs: 0 = auto (mr_gxs_auto), 1 = the sort entry point and route's sort wherever it fits, 2 = the
  * sort entry point only, -1 = never. No moe_buf; a device that launches cooperative kernels.
- * The automatic rule is session 25's prediction (perf-log v23), put on before any device time so that
- * the one results run the session could get would test it: the sort entry point from T*k = 8192 (its
- * three launches, or ctm's cluster sort, cost 6.6 - 31 us there on the H100, results run 34; gxs ~5 - 8
- * predicted), route above gx's range from T*k = 32769 (the gate kernel + gxs in place of large.cu's
- * three launches or the chain). dev/gxs_lab.cu times both sides; the rule is narrowed where it loses. */
+ * Automatic rule, lab call 63 (H100, dev/gxs_lab.cu, kernel metric, gxs / the paths before it): gxs has a
+ * floor of ~9.5 us (T = 256 - 4096, every preset; the paths before it cost 3.6 - 10 there) and wins only
+ * where a CTA holds ~2500 entries or more: route / sort DeepSeek-R1 softmax T = 65536 56.83 / 59.38 and
+ * 36.57 / 37.96, Kimi-K2 65536 259.15 / 262.05 and 37.80 / 38.34, Qwen3-Next 32768 83.13 / 86.78 and
+ * 28.42 / 29.67; it loses at T*k = 262144 (DeepSeek-R1 32768: sort 23.52 / 23.19; GPT-OSS-120B 65536:
+ * route 29.65 / 29.01, sort 22.45 / 21.38) and below. Hence T*k >= 327680 and k >= 8 (k = 4 was timed up
+ * to T*k = 262144 only). Session 25 first put the rule on from T*k = 8192 (sort) / 32769 (route) by
+ * prediction, before any device time; results run 35 ran test_cuda and the sanitizers with it there. */
 #define MR_GXS_AUTO 1
-#define MR_GXS_SORT_MIN_N 8192
-#define MR_GXS_ROUTE_MIN_N 32769
+#define MR_GXS_MIN_N 327680
+#define MR_GXS_MIN_K 8
 static int mr_gxs_auto(const mr_config* cfg, moeroute_op op) {
+  (void)op; /* the same bound for the sort entry point and route */
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
-  return MR_GXS_AUTO && n >= (op == MOEROUTE_OP_SORT ? MR_GXS_SORT_MIN_N : MR_GXS_ROUTE_MIN_N);
+  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && n >= MR_GXS_MIN_N;
 }
 extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {
   const int knob = mr_cuda_tune.gxs;
@@ -622,6 +632,7 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   if (!mr_gxs_plan(cfg, &g, &smem)) return cudaErrorInvalidConfiguration;
   g.bar = (uint32_t*)workspace;
   g.cnt = (uint16_t*)((unsigned char*)workspace + 256);
+  g.probe = (uint32_t)mr_cuda_tune.gxs_probe;
   return mr_gx_coop_launch(mr_gxs_sort_kernel, g.G, MR_GXS_THREADS, smem, g.bar, stream, topk_ids, topk_weights, *o,
                            g);
 }

@@ -2005,15 +2005,12 @@ static void group_thresholds(void) {
       /* the gate kernel's packed rows (v21, gate.cuh mr_seg_gate_form): the filter from T*k = 65536 */
       {"ds-softmax", 8191, 1, 0},    /* 8 lanes per row: form 3 (ranks) from T = 8192 */
       {"gpt-oss-120b", 16383, 1, 0}, /* 4 lanes per row: form 2 (lists) from T = 16384 */
-      /* gxs (v23, gx.cu mr_gxs_auto; no moe_buf): the sort entry point from T*k = 8192 (ds-softmax and kimi-k2
-         at T = 1023 -> 1024 above), route's sort after the gate kernel from T*k = 32769 (ds-softmax, gpt-oss-120b
-         at 4096 -> 4097 above); where it fits in 48 KB of shared memory on 132 SMs: */
-      {"gpt-oss-120b", 2047, 1, 0},  /* sort: 8188 -> 8192 */
-      {"qwen3-next", 819, 1, 0},     /* sort: 8190 -> 8200 (E = 512) */
-      {"gpt-oss-120b", 8192, 1, 0},  /* route: 32768 -> 32772 */
-      {"kimi-k2", 4096, 1, 0},       /* route: 32768 -> 32776 (sigmoid rows with bias: the gate kernel + gxs) */
-      {"deepseek-r1", 4096, 1, 0},   /* (grouped) */
-      {"qwen3-next", 3276, 1, 0},    /* route: 32760 -> 32770 */
+      /* gxs (v23, gx.cu mr_gxs_auto; no moe_buf): the sort entry point and route's sort after the gate kernel
+         for k >= 8 from T*k = 327680, where it fits in 48 KB of shared memory on 132 SMs */
+      {"ds-softmax", 40959, 1, 0},   /* 327672 -> 327680 */
+      {"kimi-k2", 40959, 1, 0},      /* (sigmoid rows with bias: the gate kernel + gxs) */
+      {"qwen3-next", 32767, 1, 0},   /* 327670 -> 327680 (E = 512, k = 10) */
+      {"gpt-oss-120b", 81920, 1, 0}, /* (k = 4: the paths before it on both sides) */
       {"qwen3-next", 38016, 1, 0},   /* E = 512: the entries kept in shared memory up to T = 38016 ... */
       {"qwen3-next", 50688, 1, 0},   /* ... gxs up to 50688, then the paths before it */
       {"kimi-k2", 76032, 1, 0},      /* E = 384: gxs up to T = 76032 */
