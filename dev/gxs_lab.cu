@@ -5,7 +5,8 @@
  * 1. Check: for each preset and T, route and sort with the knob gxs = -1 (the paths before gxs) and
  *    with gxs on (route: 1, the gate kernel then gxs; sort: 2), every output array compared word for
  *    word (poisoned before), the sort's outputs also against the CPU sort of the same top-k; with and
- *    without an expert mask; and sort inputs with duplicates and out-of-range ids in some rows.
+ *    without an expert mask; and sort inputs with duplicates and out-of-range ids in some rows; all of it
+ *    with the count matrix's read-back in row order and from each CTA's own row (knob gx_stagger).
  * 2. Timing, kernel metric (50 calls in one graph, median of 9 replays), no moe_buf, U = 32, both
  *    layouts, bf16: route before / route with gxs / sort before / sort gxs / the gate kernel alone.
  *
@@ -312,7 +313,7 @@ int main(int argc, char** argv) {
   int nm = 4;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--no-time")) do_time = 0;
-    if (!strcmp(argv[i], "--quick")) quick = 1; /* the sanitizers' set: T = 5, 1000, 4097, no timing */
+    if (!strcmp(argv[i], "--quick")) quick = 1; /* the sanitizers' set: T = 5, 2048, 4097, no timing */
     if (!strcmp(argv[i], "--probes")) probes = 1; /* gxs's phases timed by its probes (outputs wrong) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
@@ -329,7 +330,8 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   int fails = 0;
-  const int checks[] = {1, 5, 133, 1000, 4097, 16384, 40000}, qchecks[] = {5, 1000, 4097};
+  const int checks[] = {1, 5, 133, 1000, 2048, 4097, 16384, 40000}, qchecks[] = {5, 2048, 4097}; /* 2048: route's
+                                                                                                 default is gx */
   const int* ck = quick ? qchecks : checks;
   if (quick && nm == 4) { /* the sanitizers' models: E = 256 k = 8 and E = 512 k = 10 */
     models[1] = "qwen3-next";
@@ -337,9 +339,13 @@ int main(int argc, char** argv) {
   }
   const int nck = quick ? 3 : (int)(sizeof checks / sizeof checks[0]);
   if (quick) do_time = 0;
-  for (int m = 0; m < nm; ++m)
-    for (int j = 0; j < nck; ++j)
-      for (int mp = 0; mp < 2; ++mp) fails += check_case(models[m], ck[j], mp ? 30 : 0, s);
+  for (int st = -1; st <= 1; st += 2) { /* the read-back's order off / on (knob gx_stagger) */
+    mr_cuda_tune.gx_stagger = st;
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nck; ++j)
+        for (int mp = 0; mp < 2; ++mp) fails += check_case(models[m], ck[j], mp ? 30 : 0, s);
+  }
+  mr_cuda_tune.gx_stagger = 0;
   printf("gxs check: %d failure(s)\n", fails);
   if (do_time) {
     printf("kernel metric, us (no moe_buf, U = 32, both layouts, bf16): route before | route gxs | sort before | "
@@ -353,6 +359,12 @@ int main(int argc, char** argv) {
         const double rb = time_op(&c, 0, -1, s), rg = time_op(&c, 0, 1, s);
         const double sb = time_op(&c, 1, -1, s), sg = time_op(&c, 1, 2, s);
         const double ga = time_op(&c, 2, 0, s);
+        /* the read-back from each CTA's own row (knob gx_stagger; gx's too, where route's default is gx) */
+        mr_cuda_tune.gx_stagger = -1;
+        const double rb0 = time_op(&c, 0, -1, s), sg0 = time_op(&c, 1, 2, s);
+        mr_cuda_tune.gx_stagger = 1;
+        const double rb1 = time_op(&c, 0, -1, s), sg1 = time_op(&c, 1, 2, s);
+        mr_cuda_tune.gx_stagger = 0;
         /* the outputs after timing: the last calls were the gate kernel's; sort once more and check */
         mr_cuda_tune.gxs = 2;
         poison(&c, 2);
@@ -373,6 +385,7 @@ int main(int argc, char** argv) {
           printf("   probes: entry %.2f | counts (no barrier) %.2f | barrier %.2f | scan %.2f | all %.2f\n", pr[1],
                  pr[2], pr[3], pr[4], sg);
         }
+        printf("   stagger off / on: route before %.2f / %.2f, sort gxs %.2f / %.2f\n", rb0, rb1, sg0, sg1);
         fails += bad != 0;
         release(&c);
       }

@@ -418,6 +418,8 @@ typedef struct mr_cuda_tuning {
                             mr_gxs_auto: k >= 8, T*k >= 327680), 1 = wherever it fits (E <= 512, one CTA per SM, <= 48 KB of shared
                             memory), 2 = the sort entry point only, wherever it fits, -1 = never */
   int gxs_probe;         /* lab timing probe of gxs (gx.cu mr_gxs_k.probe), WRONG outputs: 0 = off */
+  int gx_stagger;        /* gx's and gxs's read-back of the count matrix from the CTA's own row on (v23b): 0 = the
+                            default (gx.cu MR_GX_STAGGER), 1 = on, -1 = off. The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -62,8 +62,16 @@ static int mr_gx_auto(const mr_config* cfg) {
   return MR_GX_AUTO && T >= MR_GX_MIN_T && T <= MR_GX_MAX_T && cfg->num_experts >= MR_GX_MIN_E;
 }
 
+/* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row
+ * (v23b): 0 = the default (MR_GX_STAGGER), 1 = on, -1 = off. */
+#define MR_GX_STAGGER 0
+static uint32_t mr_gx_stagger(void) {
+  return mr_cuda_tune.gx_stagger > 0 || (mr_cuda_tune.gx_stagger == 0 && MR_GX_STAGGER);
+}
+
 typedef struct mr_gx_k {
   uint32_t T, E, Ep, k, U, G, R;
+  uint32_t stagger; /* the read-back starts at row c (knob gx_stagger): CTAs read different rows at a time */
   unsigned char* cnt; /* [G][Ep] count bytes (16-byte aligned) */
   uint32_t* bar;      /* the barrier word */
   int32_t* topk_ids;  /* optional */
@@ -169,15 +177,17 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   const uint32_t rts = Ep + Ep / 16u; /* expert e of a row group at e + e / 16: no bank conflicts */
   {
     uint4 x[MR_GX_MAXJ];
+    const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
 #pragma unroll
     for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
-      const uint32_t r = rg + nrg * i;
-      x[i] = r < G && rg < nrg ? __ldcg((const uint4*)(a.cnt + (size_t)r * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+      const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
+      x[i] = r < G && rg < nrg ? __ldcg((const uint4*)(a.cnt + (size_t)rr * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
     }
     uint32_t te[4] = {0u, 0u, 0u, 0u}, to[4] = {0u, 0u, 0u, 0u}, be[4] = {0u, 0u, 0u, 0u}, bo[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
-      const bool before = rg + nrg * i < c;
+      const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
+      const bool before = rr < c;
       const uint32_t w4[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
@@ -345,6 +355,7 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
   g.cnt = (unsigned char*)workspace + 256;
   g.topk_ids = topk_ids;
   g.topk_weights = topk_weights;
+  g.stagger = mr_gx_stagger();
   mr_gate_p p;
   mr_gate_p_init(a, cfg->dtype, &p);
   const int epl = mr_cuda_epl_bucket(cfg->num_experts); /* 4 or 8 */
@@ -394,6 +405,7 @@ typedef struct mr_gxs_k {
   uint32_t T, E, Ep, k, U, G, R, W; /* W = ceil(R / 32) mask words per expert */
   uint32_t nrg;                     /* row groups of the read-back: a power of two <= 32 */
   uint32_t ent_sm;                  /* the CTA's entries kept in shared memory (else read again from topk_ids) */
+  uint32_t stagger;                 /* the read-back starts at row c (knob gx_stagger) */
   uint32_t probe;                   /* lab timing probe (knob gxs_probe), WRONG outputs: 1 = return at entry, 2 =
                                        after the counts (no barrier), 3 = after the barrier, 4 = after the scan */
   uint16_t* cnt;                    /* [G][Ep] (16-byte aligned) */
@@ -477,16 +489,18 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   uint32_t te[8], be[8];
 #pragma unroll
   for (int q = 0; q < 8; ++q) te[q] = be[q] = 0u;
+  const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
   for (uint32_t r0 = rg; r0 < G; r0 += nrg * MR_GXS_J) { /* no shuffle inside: the lanes may part here */
     uint4 x[MR_GXS_J];
 #pragma unroll
     for (uint32_t j = 0; j < MR_GXS_J; ++j) {
-      const uint32_t r = r0 + nrg * j;
-      x[j] = act && r < G ? __ldcg((const uint4*)(a.cnt + (size_t)r * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+      const uint32_t r = r0 + nrg * j, rr = r + sh < G ? r + sh : r + sh - G;
+      x[j] = act && r < G ? __ldcg((const uint4*)(a.cnt + (size_t)rr * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
     }
 #pragma unroll
     for (uint32_t j = 0; j < MR_GXS_J; ++j) {
-      const bool before = r0 + nrg * j < c;
+      const uint32_t r = r0 + nrg * j, rr = r + sh < G ? r + sh : r + sh - G;
+      const bool before = rr < c;
       const uint32_t w4[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
@@ -633,6 +647,7 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.bar = (uint32_t*)workspace;
   g.cnt = (uint16_t*)((unsigned char*)workspace + 256);
   g.probe = (uint32_t)mr_cuda_tune.gxs_probe;
+  g.stagger = mr_gx_stagger();
   return mr_gx_coop_launch(mr_gxs_sort_kernel, g.G, MR_GXS_THREADS, smem, g.bar, stream, topk_ids, topk_weights, *o,
                            g);
 }
