@@ -3,9 +3,15 @@
  * host, check the specialisation list, pick a path, launch, check every
  * launch.
  *
- * Paths (docs/design.md 17-32; the measurements in docs/perf-log.md v5-v14):
+ * Paths (docs/design.md 17-38; the measurements in docs/perf-log.md v5-v23):
  *
- *   route  16-bit softmax rows without bias or groups,  one launch: one routing CTA and
+ *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
+ *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
+ *          moe_buf, 1024 <= T <= 4096                    (gx.cu, design 37)
+ *          k >= 8, T*k >= 327680, no moe_buf, where gxs  the gate kernel, then gxs: a zeroing
+ *          fits (E <= 512, 48 KB of shared memory)      launch and one cooperative sort
+ *                                                       launch (gx.cu, design 38)
+ *          16-bit softmax rows without bias or groups,  one launch: one routing CTA and
  *          T*k <= 32 and T = 1 (any E), or T <= 8       a one-warp sort (tiny.cu; at T = 1
  *          (T <= 16 for E <= 256, T*k <= 96),           or by 4 - 8 CTAs in one pass
  *          T*E <= 512, min(T*k, E) <= 16, E <= 128;     without a mask no sort at all:
@@ -42,7 +48,9 @@
  *   gate   any T                                     gate kernel (or nothing at T = 0);
  *                                                    16-bit softmax rows, E <= 256, k <= 8
  *                                                    by segments of 16/8/4 lanes at large T
- *   sort   where ctm's rule takes it                   one cluster launch (ctm.cu)
+ *   sort   k >= 8, T*k >= 327680, no moe_buf, where   gxs (gx.cu, design 38)
+ *          gxs fits
+ *          where ctm's rule takes it                   one cluster launch (ctm.cu)
  *          same bound as the pair                    one launch (sort.cu)
  *          T*k <= 16384                              one launch (mid.cu)
  *          otherwise                                  the large path (rank, scan,

@@ -1,11 +1,13 @@
 /*
- * gx.cu - route in one cooperative launch over the grid for middle T (v22, session 24; perf-log v22,
- * design.md 37). Lab calls 57 - 60 built and measured it as dev/gx_lab.cu (TR form, segment rows).
+ * gx.cu - route in one cooperative launch over the grid for middle T (gx: v22, session 24; perf-log
+ * v22, design.md 37), and the sort in one cooperative launch (gxs: v23, session 25; design.md 38, below).
+ * Lab calls 57 - 60 built and measured gx as dev/gx_lab.cu (TR form, segment rows).
  *
  * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
  * 128 <= E <= 256, k <= 8, 1024 <= T <= 4096 (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
- * and every T up to 32 rows per CTA). The automatic rule waits for a results run (MR_GX_AUTO 0):
- * until then gx runs only under the knob. Before it, route there was the
+ * and every T up to 32 rows per CTA). The automatic rule is on since lab call 63 / results run 35
+ * (session 25: test_cuda and the sanitizers with it; route DeepSeek-R1 softmax T = 1024 / 2048 9.15 /
+ * 12.05 -> 7.29 / 7.84 us on the H100 against run 34). Before it, route there was the
  * gate kernel then a sort launch (ctm's cluster sort, or large.cu's L1 by segments and two more
  * launches): 10.09 / 13.68 / 11.27 us at T = 1024 / 2048 / 4096 for DeepSeek-R1 softmax on the H100,
  * against gx's 8.09 / 8.54 / 10.83 (lab call 60, kernel metric, the zeroing launch included).
@@ -53,9 +55,8 @@
 /* ... and only the E that were timed (128 and 256): smaller E (OLMoE's 64, Mixtral's 8) gate faster in
  * the paths gx replaces, and were not measured */
 #define MR_GX_MIN_E 128
-/* The automatic rule is off until a results run has run test_cuda and the sanitizers on this library
- * form (session 24 measured and checked the lab form, dev/gx_lab.cu, but had no device time left for
- * the library's): 1 switches it on. Until then gx runs only under the knob (gx = 1). */
+/* The automatic rule: on since lab call 63 and results run 35 (session 25) ran test_cuda and the
+ * sanitizers with it (session 24 had checked only the lab form); 0 leaves gx to the knob (gx = 1). */
 #define MR_GX_AUTO 1
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens;

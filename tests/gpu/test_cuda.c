@@ -1962,7 +1962,7 @@ static void group_thresholds(void) {
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6144, 1, 0},  /* (gate + ctm's sort -> L1 by segments, 8 lanes: T*k 24576 -> 24580) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
-      {"ds-softmax", 1023, 1, 0},    /* gx (v22; its rule on once gx.cu's MR_GX_AUTO is 1): from T = 1024 ... */
+      {"ds-softmax", 1023, 1, 0},    /* gx (v22; its rule on since results run 35): from T = 1024 ... */
       {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
       {"gpt-oss-120b", 1023, 1, 0},  /* (E = 128, k = 4: the same bounds) */
       {"gpt-oss-120b", 4096, 1, 0},
