@@ -604,21 +604,26 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
 
 /* knob gxs: 0 = auto (mr_gxs_auto), 1 = the sort entry point and route's sort wherever it fits, 2 = the
  * sort entry point only, -1 = never. No moe_buf; a device that launches cooperative kernels.
- * Automatic rule, lab call 63 (H100, dev/gxs_lab.cu, kernel metric, gxs / the paths before it): gxs has a
- * floor of ~9.5 us (T = 256 - 4096, every preset; the paths before it cost 3.6 - 10 there) and wins only
- * where a CTA holds ~2500 entries or more: route / sort DeepSeek-R1 softmax T = 65536 56.83 / 59.38 and
- * 36.57 / 37.96, Kimi-K2 65536 259.15 / 262.05 and 37.80 / 38.34, Qwen3-Next 32768 83.13 / 86.78 and
- * 28.42 / 29.67; it loses at T*k = 262144 (DeepSeek-R1 32768: sort 23.52 / 23.19; GPT-OSS-120B 65536:
- * route 29.65 / 29.01, sort 22.45 / 21.38) and below. Hence T*k >= 327680 and k >= 8 (k = 4 was timed up
- * to T*k = 262144 only). Session 25 first put the rule on from T*k = 8192 (sort) / 32769 (route) by
- * prediction, before any device time; results run 35 ran test_cuda and the sanitizers with it there. */
+ * Automatic rule, lab calls 63 - 65 (H100, dev/gxs_lab.cu, kernel metric, route / sort, gxs against the paths
+ * before it in the same run): gxs has a floor of ~9.5 us (T = 256 - 4096, every preset; the paths before it
+ * cost 3.6 - 10 there) and wins only where a CTA holds ~2500 - 3000 entries or more:
+ *   DeepSeek-R1 softmax T = 40960 39.48 / 38.63 and 28.09 / 27.13 (slower), 49152 44.89 / 44.96 and 31.10 /
+ *     31.22 (even), 65536 56.83 / 59.38 and 36.57 / 37.96 (call 63), 81920 75.32 / 76.29 and 46.67 / 46.25;
+ *   Kimi-K2 40960 167.79 / 170.25 and 28.46 / 28.12, 49152 197.87 / 201.10 and 30.34 / 31.42, 65536 259.15 /
+ *     262.05 and 37.80 / 38.34;
+ *   Qwen3-Next 32768 83.13 / 86.78 and 28.42 / 29.67 (calls 63 and 64 alike);
+ *   GPT-OSS-120B (k = 4) slower at every T up to 81920 (34.71 / 35.27 route there).
+ * Hence k >= 8 and T*k >= 393216 (T >= 49152 at k = 8), or T*k >= 327680 for E > 256. Session 25 first put
+ * the rule on from T*k = 8192 (sort) / 32769 (route) by prediction, before any device time. */
 #define MR_GXS_AUTO 1
-#define MR_GXS_MIN_N 327680
+#define MR_GXS_MIN_N 393216
+#define MR_GXS_MIN_N_WIDE 327680 /* E > 256 */
 #define MR_GXS_MIN_K 8
 static int mr_gxs_auto(const mr_config* cfg, moeroute_op op) {
   (void)op; /* the same bound for the sort entry point and route */
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
-  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && n >= MR_GXS_MIN_N;
+  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K &&
+         n >= (cfg->num_experts > 256 ? MR_GXS_MIN_N_WIDE : MR_GXS_MIN_N);
 }
 extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {
   const int knob = mr_cuda_tune.gxs;
