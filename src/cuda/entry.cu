@@ -272,6 +272,15 @@ static size_t mr_route_topk_half(const mr_config* cfg) {
   return MR_ALIGN256((size_t)cfg->num_tokens * (size_t)cfg->top_k * 4u);
 }
 
+/* Route's top-k between its gating and its sort: the caller's topk_ids / topk_weights where given, else
+ * the two halves (mr_route_topk_half each) from byte `offset` of the workspace. */
+static void mr_route_topk_bufs(const mr_config* cfg, const moeroute_buffers* b, size_t offset, int32_t** ids,
+                               float** wts) {
+  unsigned char* at = (unsigned char*)b->workspace + offset;
+  *ids = b->topk_ids ? b->topk_ids : (int32_t*)at;
+  *wts = b->topk_weights ? b->topk_weights : (float*)(at + mr_route_topk_half(cfg));
+}
+
 static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
   switch (op) {
     case MOEROUTE_OP_ROUTE:
@@ -407,10 +416,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   } else if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_ROUTE)) {
     /* the gate kernel, then gxs (v23); the top-k through the caller's buffers or the end of the
      * workspace; where the device refuses gxs's cooperative launch, the general sort */
-    const size_t half = mr_route_topk_half(&cfg);
-    unsigned char* tail = (unsigned char*)buffers->workspace + (ws - 2u * half);
-    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
-    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
+    int32_t* ids;
+    float* wts;
+    mr_route_topk_bufs(&cfg, buffers, ws - 2u * mr_route_topk_half(&cfg), &ids, &wts);
     const float* sw = so.sorted_weights ? wts : NULL;
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) err = mr_cuda_launch_gxs_sort(&cfg, &so, ids, sw, buffers->workspace, s);
@@ -419,10 +427,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   } else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_ws_aligned16(buffers)) {
     /* the lab's grid token-mask sort after the gate kernel (gtm.cu, v16): gtm's workspace
      * first, the top-k through the caller's buffers or the two halves after it */
-    const size_t half = mr_route_topk_half(&cfg);
-    unsigned char* tail = (unsigned char*)buffers->workspace + mr_cuda_gtm_workspace(&cfg);
-    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
-    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
+    int32_t* ids;
+    float* wts;
+    mr_route_topk_bufs(&cfg, buffers, mr_cuda_gtm_workspace(&cfg), &ids, &wts);
     err = mr_cuda_tune.gtm == 3 ? mr_cuda_launch_gtm_route(&cfg, &ga, &so, ids, wts, buffers->workspace, s)
                                 : cudaErrorNotSupported;
     if (err == cudaErrorNotSupported) { /* not fused (knob), or not PACKED rows: gate kernel, K1, K2 */
@@ -436,15 +443,15 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     err = mr_cuda_launch_ctm_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, s);
   } else if (mr_route_use_pair(&cfg)) {
     /* the caller's top-k buffers, else the workspace (mr_cuda_workspace_needed) */
-    const size_t half = mr_route_topk_half(&cfg);
-    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
-    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
+    int32_t* ids;
+    float* wts;
+    mr_route_topk_bufs(&cfg, buffers, 0, &ids, &wts);
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) err = mr_cuda_launch_decode_sort(&cfg, &so, ids, so.sorted_weights ? wts : NULL, s);
   } else if (mr_route_use_mid(&cfg)) {
-    const size_t half = mr_route_topk_half(&cfg);
-    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)buffers->workspace;
-    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)((unsigned char*)buffers->workspace + half);
+    int32_t* ids;
+    float* wts;
+    mr_route_topk_bufs(&cfg, buffers, 0, &ids, &wts);
     /* moe_buf: all of it by the mid sort's extra CTAs, as in the chain gate +
      * sort. Run 8 (bench/results/run8, kernel metric, with moe_buf) measured
      * the 5/8 split across the two launches 1.03 - 1.18x slower than the chain
@@ -462,10 +469,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
      * buffers or the end of the workspace (mr_cuda_workspace_needed reserves it last).
      * E <= 384: for Qwen3-Next (E = 512) large.cu's route stays faster (T = 2048 14.83
      * against 15.37 us, results runs 21 / 22; the chain with ctm's sort 15.36) */
-    const size_t half = mr_route_topk_half(&cfg);
-    unsigned char* tail = (unsigned char*)buffers->workspace + (ws - 2u * half);
-    int32_t* ids = buffers->topk_ids ? buffers->topk_ids : (int32_t*)tail;
-    float* wts = buffers->topk_weights ? buffers->topk_weights : (float*)(tail + half);
+    int32_t* ids;
+    float* wts;
+    mr_route_topk_bufs(&cfg, buffers, ws - 2u * mr_route_topk_half(&cfg), &ids, &wts);
     const float* sw = so.sorted_weights ? wts : NULL;
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess && !mr_try_ctm_sort(&cfg, &so, ids, sw, s, &err)) /* the chain's general sort */
