@@ -613,16 +613,18 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
  *     262.05 and 37.80 / 38.34;
  *   Qwen3-Next 32768 83.13 / 86.78 and 28.42 / 29.67 (calls 63 and 64 alike);
  *   GPT-OSS-120B (k = 4) slower at every T up to 81920 (34.71 / 35.27 route there).
- * Hence k >= 8 and T*k >= 393216 (T >= 49152 at k = 8), or T*k >= 327680 for E > 256. Session 25 first put
+ * Hence k >= 8 and T*k >= 393216 (T >= 49152 at k = 8), or T*k >= 327680 for E > 256; and E >= 256, the E
+ * timed (smaller E, e.g. Qwen3-235B's 128 or OLMoE's 64, was not; session 25's review). Session 25 first put
  * the rule on from T*k = 8192 (sort) / 32769 (route) by prediction, before any device time. */
 #define MR_GXS_AUTO 1
 #define MR_GXS_MIN_N 393216
 #define MR_GXS_MIN_N_WIDE 327680 /* E > 256 */
 #define MR_GXS_MIN_K 8
+#define MR_GXS_MIN_E 256
 static int mr_gxs_auto(const mr_config* cfg, moeroute_op op) {
   (void)op; /* the same bound for the sort entry point and route */
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
-  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K &&
+  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && cfg->num_experts >= MR_GXS_MIN_E &&
          n >= (cfg->num_experts > 256 ? MR_GXS_MIN_N_WIDE : MR_GXS_MIN_N);
 }
 extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {

@@ -2011,6 +2011,7 @@ static void group_thresholds(void) {
       {"kimi-k2", 40959, 1, 0},      /* E > 256: 327672 -> 327680 (sigmoid rows with bias: the gate kernel + gxs) */
       {"qwen3-next", 32767, 1, 0},   /* 327670 -> 327680 (E = 512, k = 10) */
       {"gpt-oss-120b", 81920, 1, 0}, /* (k = 4: the paths before it on both sides) */
+      {"qwen3", 49151, 1, 0},        /* (E = 128 < 256: the paths before it on both sides) */
       {"qwen3-next", 38016, 1, 0},   /* E = 512: the entries kept in shared memory up to T = 38016 ... */
       {"qwen3-next", 50688, 1, 0},   /* ... gxs up to 50688, then the paths before it */
       {"kimi-k2", 76032, 1, 0},      /* E = 384: gxs up to T = 76032 */
