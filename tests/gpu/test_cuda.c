@@ -2006,7 +2006,8 @@ static void group_thresholds(void) {
       {"ds-softmax", 8191, 1, 0},    /* 8 lanes per row: form 3 (ranks) from T = 8192 */
       {"gpt-oss-120b", 16383, 1, 0}, /* 4 lanes per row: form 2 (lists) from T = 16384 */
       /* gxs (v23, gx.cu mr_gxs_auto; no moe_buf): the sort entry point and route's sort after the gate kernel
-         for k >= 8 from T*k = 393216 (327680 for E > 256), where it fits in 48 KB of shared memory on 132 SMs */
+         for k >= 8 and E >= 256 from T*k = 393216 (327680 for E > 256), where it fits in 48 KB of shared memory on
+         132 SMs */
       {"ds-softmax", 49151, 1, 0},   /* E <= 256: 393208 -> 393216 */
       {"kimi-k2", 40959, 1, 0},      /* E > 256: 327672 -> 327680 (sigmoid rows with bias: the gate kernel + gxs) */
       {"qwen3-next", 32767, 1, 0},   /* 327670 -> 327680 (E = 512, k = 10) */
