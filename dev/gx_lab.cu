@@ -311,22 +311,17 @@ typedef struct Dev {
 } Dev;
 
 static int g_seg = 0; /* dev_setup: the kernel gates by segments of 16 lanes per row (R a multiple of 16) */
-static void* dalloc(size_t n) {
-  void* d = NULL;
-  CK(cudaMalloc(&d, n < 16 ? 16 : n));
-  return d;
-}
 
 static void out_alloc(const moeroute_sizes* sz, moeroute_buffers* b) {
-  b->topk_ids = (int32_t*)dalloc(sz->topk_len * 4);
-  b->topk_weights = (float*)dalloc(sz->topk_len * 4);
-  b->sorted_ids = (int32_t*)dalloc(sz->ck_sorted_len * 4);
-  b->sorted_weights = (float*)dalloc(sz->ck_sorted_len * 4);
-  b->sorted_expert_ids = (int32_t*)dalloc(sz->ck_blocks_len * 4);
-  b->num_valid_ids = (int32_t*)dalloc(8);
-  b->sorted_token_ids = (int32_t*)dalloc(sz->vllm_sorted_len * 4);
-  b->expert_ids = (int32_t*)dalloc(sz->vllm_blocks_len * 4);
-  b->num_tokens_post_pad = (int32_t*)dalloc(4);
+  b->topk_ids = (int32_t*)lab_dalloc(sz->topk_len * 4);
+  b->topk_weights = (float*)lab_dalloc(sz->topk_len * 4);
+  b->sorted_ids = (int32_t*)lab_dalloc(sz->ck_sorted_len * 4);
+  b->sorted_weights = (float*)lab_dalloc(sz->ck_sorted_len * 4);
+  b->sorted_expert_ids = (int32_t*)lab_dalloc(sz->ck_blocks_len * 4);
+  b->num_valid_ids = (int32_t*)lab_dalloc(8);
+  b->sorted_token_ids = (int32_t*)lab_dalloc(sz->vllm_sorted_len * 4);
+  b->expert_ids = (int32_t*)lab_dalloc(sz->vllm_blocks_len * 4);
+  b->num_tokens_post_pad = (int32_t*)lab_dalloc(4);
 }
 static void out_poison(const moeroute_sizes* sz, const moeroute_buffers* b) {
   CK(cudaMemset(b->sorted_ids, 0xAB, sz->ck_sorted_len * 4));
@@ -356,20 +351,17 @@ static int dev_setup(const Case* cs, int T, int mask_pct, uint64_t seed, Dev* d)
   const size_t nl = (size_t)T * cs->E;
   uint16_t* hl = (uint16_t*)malloc(nl * 2);
   for (size_t i = 0; i < nl; ++i) {
-    const float f = (float)((lab_splitmix(&st) >> 40) * (8.0 / 16777216.0) - 4.0);
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    hl[i] = (uint16_t)(u >> 16);
+    hl[i] = lab_bf16_uniform(&st, -4.0, 4.0);
     if (i % 97 == 5) hl[i] = hl[i - 1]; /* ties */
   }
-  void* logits = dalloc(nl * 2);
+  void* logits = lab_dalloc(nl * 2);
   CK(cudaMemcpy(logits, hl, nl * 2, cudaMemcpyHostToDevice));
   free(hl);
   int32_t* mask = NULL;
   if (mask_pct > 0) {
     int32_t* hm = (int32_t*)malloc(cs->E * 4);
     for (int e = 0; e < cs->E; ++e) hm[e] = (int)(lab_splitmix(&st) % 100) >= mask_pct;
-    mask = (int32_t*)dalloc(cs->E * 4);
+    mask = (int32_t*)lab_dalloc(cs->E * 4);
     CK(cudaMemcpy(mask, hm, cs->E * 4, cudaMemcpyHostToDevice));
     free(hm);
   }
@@ -380,7 +372,7 @@ static int dev_setup(const Case* cs, int T, int mask_pct, uint64_t seed, Dev* d)
   out_alloc(&d->sz, &d->x);
   size_t ws = 0;
   if (moeroute_cuda_workspace_size(MOEROUTE_OP_ROUTE, &d->p, &ws) != MOEROUTE_OK) return -1;
-  d->b.workspace = dalloc(ws);
+  d->b.workspace = lab_dalloc(ws);
   d->b.workspace_bytes = ws;
 
   /* gx: R rows per CTA so that G <= SMs */
@@ -401,8 +393,8 @@ static int dev_setup(const Case* cs, int T, int mask_pct, uint64_t seed, Dev* d)
   a->G = (T + R - 1) / R;
   a->Gp = (a->G + 15u) & ~15u;
   const size_t Ep = (a->E + 15u) & ~15u;
-  a->cnt = (unsigned char*)dalloc((size_t)a->Gp * Ep); /* [E][Gp] or (TR) [G][Ep] */
-  a->bar = (uint32_t*)dalloc(256);
+  a->cnt = (unsigned char*)lab_dalloc((size_t)a->Gp * Ep); /* [E][Gp] or (TR) [G][Ep] */
+  a->bar = (uint32_t*)lab_dalloc(256);
   CK(cudaMemset(a->bar, 0, 256));
   CK(cudaMemset(a->cnt, 0x5A, (size_t)a->Gp * Ep)); /* bytes past G are never written: garbage on purpose */
   a->topk_ids = d->x.topk_ids;
@@ -636,7 +628,7 @@ static double time_lib(const Dev* d, int gate, cudaStream_t s) {
  * median and the latest of (stamp - the earliest entry), ns; the median of 7 calls of each */
 static void stamps(Dev* d, cudaStream_t s) {
   const uint32_t G = d->a.G;
-  unsigned long long* ds = (unsigned long long*)dalloc((size_t)G * GX_NST * 8);
+  unsigned long long* ds = (unsigned long long*)lab_dalloc((size_t)G * GX_NST * 8);
   unsigned long long* hs = (unsigned long long*)malloc((size_t)G * GX_NST * 8);
   d->a.stamps = ds;
   double med[GX_NST][7], mx[GX_NST][7];

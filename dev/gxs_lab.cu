@@ -25,11 +25,6 @@
 #include "moeroute.h"
 #include "lab_util.h"
 
-static void* dalloc(size_t n) {
-  void* d = NULL;
-  CK(cudaMalloc(&d, n < 16 ? 16 : n));
-  return d;
-}
 
 /* the output arrays of one call, on the device, with their lengths in words */
 enum { NOUT = 9 };
@@ -63,19 +58,14 @@ static int setup(Case* c, const char* model, int T, int mask_pct, uint64_t seed)
   uint64_t st = seed;
   const size_t nl = (size_t)T * E;
   uint16_t* hl = (uint16_t*)malloc(nl * 2);
-  for (size_t i = 0; i < nl; ++i) {
-    const float f = (float)((lab_splitmix(&st) >> 40) * (4.0 / 16777216.0) - 2.0);
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    hl[i] = (uint16_t)(u >> 16);
-  }
-  c->b.logits = dalloc(nl * 2);
+  for (size_t i = 0; i < nl; ++i) hl[i] = lab_bf16_uniform(&st, -2.0, 2.0);
+  c->b.logits = lab_dalloc(nl * 2);
   CK(cudaMemcpy((void*)c->b.logits, hl, nl * 2, cudaMemcpyHostToDevice));
   free(hl);
   if (pr->has_bias) {
     float* hb = (float*)malloc(E * 4);
     for (int e = 0; e < E; ++e) hb[e] = (float)((lab_splitmix(&st) >> 40) * (0.2 / 16777216.0) - 0.1);
-    float* db = (float*)dalloc(E * 4);
+    float* db = (float*)lab_dalloc(E * 4);
     CK(cudaMemcpy(db, hb, E * 4, cudaMemcpyHostToDevice));
     c->b.bias = db;
     free(hb);
@@ -83,7 +73,7 @@ static int setup(Case* c, const char* model, int T, int mask_pct, uint64_t seed)
   if (mask_pct > 0) {
     int32_t* hm = (int32_t*)malloc(E * 4);
     for (int e = 0; e < E; ++e) hm[e] = (int)(lab_splitmix(&st) % 100) >= mask_pct;
-    int32_t* dm = (int32_t*)dalloc(E * 4);
+    int32_t* dm = (int32_t*)lab_dalloc(E * 4);
     CK(cudaMemcpy(dm, hm, E * 4, cudaMemcpyHostToDevice));
     c->b.expert_mask = dm;
     free(hm);
@@ -93,15 +83,15 @@ static int setup(Case* c, const char* model, int T, int mask_pct, uint64_t seed)
                             (size_t)z->ck_sorted_len,   (size_t)z->ck_blocks_len,   2,
                             (size_t)z->vllm_sorted_len, (size_t)z->vllm_blocks_len, 1};
   memcpy(c->len, len, sizeof len);
-  c->b.topk_ids = (int32_t*)dalloc(len[0] * 4);
-  c->b.topk_weights = (float*)dalloc(len[1] * 4);
-  c->b.sorted_ids = (int32_t*)dalloc(len[2] * 4);
-  c->b.sorted_weights = (float*)dalloc(len[3] * 4);
-  c->b.sorted_expert_ids = (int32_t*)dalloc(len[4] * 4);
-  c->b.num_valid_ids = (int32_t*)dalloc(8);
-  c->b.sorted_token_ids = (int32_t*)dalloc(len[6] * 4);
-  c->b.expert_ids = (int32_t*)dalloc(len[7] * 4);
-  c->b.num_tokens_post_pad = (int32_t*)dalloc(4);
+  c->b.topk_ids = (int32_t*)lab_dalloc(len[0] * 4);
+  c->b.topk_weights = (float*)lab_dalloc(len[1] * 4);
+  c->b.sorted_ids = (int32_t*)lab_dalloc(len[2] * 4);
+  c->b.sorted_weights = (float*)lab_dalloc(len[3] * 4);
+  c->b.sorted_expert_ids = (int32_t*)lab_dalloc(len[4] * 4);
+  c->b.num_valid_ids = (int32_t*)lab_dalloc(8);
+  c->b.sorted_token_ids = (int32_t*)lab_dalloc(len[6] * 4);
+  c->b.expert_ids = (int32_t*)lab_dalloc(len[7] * 4);
+  c->b.num_tokens_post_pad = (int32_t*)lab_dalloc(4);
   out_ptrs(c);
   /* the workspace: the larger of route's and sort's, for every knob value this lab sets */
   size_t ws = 0, w1 = 0;
@@ -113,7 +103,7 @@ static int setup(Case* c, const char* model, int T, int mask_pct, uint64_t seed)
     ws = w1 > ws ? w1 : ws;
   }
   mr_cuda_tune.gxs = 0;
-  c->b.workspace = dalloc(ws);
+  c->b.workspace = lab_dalloc(ws);
   c->b.workspace_bytes = ws;
   return 0;
 }

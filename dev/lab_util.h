@@ -1,6 +1,7 @@
 /*
  * lab_util.h - what the dev/ lab programs share (lab code only, never the library):
- * the CUDA error check that stops a lab, a splitmix64 generator, and the kernel
+ * the CUDA error check that stops a lab, a splitmix64 generator (and a bf16 draw from it), a
+ * device allocation, and the kernel
  * metric of bench/README (a graph of `calls` captured calls, replayed; median over
  * `reps` replays of replay time / calls).
  *
@@ -12,6 +13,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define CK(x)                                                                             \
   do {                                                                                    \
@@ -28,6 +30,21 @@ static inline uint64_t lab_splitmix(uint64_t* state) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
+}
+
+/* A device allocation of at least 16 bytes (a zero-length array still gets a valid pointer). */
+static inline void* lab_dalloc(size_t n) {
+  void* d = NULL;
+  CK(cudaMalloc(&d, n < 16 ? 16 : n));
+  return d;
+}
+
+/* A bf16 value (its bits) uniform in [lo, hi) from *state: 24 random bits, truncated to bf16. */
+static inline uint16_t lab_bf16_uniform(uint64_t* state, double lo, double hi) {
+  const float f = (float)((lab_splitmix(state) >> 40) * ((hi - lo) / 16777216.0) + lo);
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (uint16_t)(u >> 16);
 }
 
 /* The median of v[0 .. n) (sorted in place; insertion order is fine for the few dozen values of a timing). */
