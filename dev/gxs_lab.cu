@@ -6,9 +6,12 @@
  *    with gxs on (route: 1, the gate kernel then gxs; sort: 2), every output array compared word for
  *    word (poisoned before), the sort's outputs also against the CPU sort of the same top-k; with and
  *    without an expert mask; and sort inputs with duplicates and out-of-range ids in some rows; all of it
- *    with the count matrix's read-back in row order and from each CTA's own row (knob gx_stagger).
+ *    in each of gxs's v24 forms (none, place, xchg, both: knobs gxs_place, gxs_xchg; session 26; the
+ *    read-back from each CTA's own row, knob gx_stagger, was checked in session 25 and stays off).
  * 2. Timing, kernel metric (50 calls in one graph, median of 9 replays), no moe_buf, U = 32, both
- *    layouts, bf16: route before / route with gxs / sort before / sort gxs / the gate kernel alone.
+ *    layouts, bf16: route before / route with gxs / sort before / sort gxs / the gate kernel alone; the
+ *    sort by each v24 form and route with both; --probes: the phases of the sort by the forms none and
+ *    both (probe 5: everything but the entries' stores), outputs wrong there and sorted again.
  *
  * Build (after the library):
  *   nvcc -O3 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu build/libmoeroute.a -o gxs_lab
@@ -274,6 +277,13 @@ static int check_case(const char* model, int T, int mask_pct, cudaStream_t s) {
   return bad != 0;
 }
 
+/* gxs's v24 forms: f = 0 none, 1 place, 2 xchg, 3 both (the knobs at -1 / 1); -1 the defaults */
+static const char* form_name[4] = {"none", "place", "xchg", "both"};
+static void set_form(int f) {
+  mr_cuda_tune.gxs_place = f < 0 ? 0 : (f & 1) ? 1 : -1;
+  mr_cuda_tune.gxs_xchg = f < 0 ? 0 : (f & 2) ? 1 : -1;
+}
+
 static double time_op(Case* c, int op, int knob, cudaStream_t s) {
   const int calls = 50;
   mr_cuda_tune.gxs = knob;
@@ -329,13 +339,13 @@ int main(int argc, char** argv) {
   }
   const int nck = quick ? 3 : (int)(sizeof checks / sizeof checks[0]);
   if (quick) do_time = 0;
-  for (int st = -1; st <= 1; st += 2) { /* the read-back's order off / on (knob gx_stagger) */
-    mr_cuda_tune.gx_stagger = st;
+  for (int f = 0; f < 4; ++f) { /* gxs's v24 forms: none, place, xchg, both (knobs gxs_place, gxs_xchg) */
+    set_form(f);
     for (int m = 0; m < nm; ++m)
       for (int j = 0; j < nck; ++j)
         for (int mp = 0; mp < 2; ++mp) fails += check_case(models[m], ck[j], mp ? 30 : 0, s);
   }
-  mr_cuda_tune.gx_stagger = 0;
+  set_form(-1);
   printf("gxs check: %d failure(s)\n", fails);
   if (do_time) {
     printf("kernel metric, us (no moe_buf, U = 32, both layouts, bf16): route before | route gxs | sort before | "
@@ -349,33 +359,45 @@ int main(int argc, char** argv) {
         const double rb = time_op(&c, 0, -1, s), rg = time_op(&c, 0, 1, s);
         const double sb = time_op(&c, 1, -1, s), sg = time_op(&c, 1, 2, s);
         const double ga = time_op(&c, 2, 0, s);
-        /* the read-back from each CTA's own row (knob gx_stagger; gx's too, where route's default is gx) */
-        mr_cuda_tune.gx_stagger = -1;
-        const double rb0 = time_op(&c, 0, -1, s), sg0 = time_op(&c, 1, 2, s);
-        mr_cuda_tune.gx_stagger = 1;
-        const double rb1 = time_op(&c, 0, -1, s), sg1 = time_op(&c, 1, 2, s);
-        mr_cuda_tune.gx_stagger = 0;
-        /* the outputs after timing: the last calls were the gate kernel's; sort once more and check */
-        mr_cuda_tune.gxs = 2;
-        poison(&c, 2);
-        int bad = run_op(&c, MOEROUTE_OP_SORT, s);
-        uint32_t** h = fetch(&c, 2);
-        bad += cpu_check(&c, h);
-        free_h(h);
-        mr_cuda_tune.gxs = 0;
+        /* gxs's v24 forms (knobs gxs_place, gxs_xchg): the sort by each, route by both */
+        double sf[4], rf3;
+        for (int f = 0; f < 4; ++f) {
+          set_form(f);
+          sf[f] = time_op(&c, 1, 2, s);
+        }
+        set_form(3);
+        rf3 = time_op(&c, 0, 1, s);
+        set_form(-1);
+        /* the outputs after timing: the last calls were route's; sort once more by each form and check */
+        int bad = 0;
+        for (int f = 0; f < 4; ++f) {
+          set_form(f);
+          mr_cuda_tune.gxs = 2;
+          poison(&c, 2);
+          bad += run_op(&c, MOEROUTE_OP_SORT, s);
+          uint32_t** h = fetch(&c, 2);
+          bad += cpu_check(&c, h);
+          free_h(h);
+          mr_cuda_tune.gxs = 0;
+        }
+        set_form(-1);
         printf("gxs %-20s T=%6d  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  (route %.3f, sort %.3f)%s\n", models[m], ts[j],
                rb, rg, sb, sg, ga, rg / rb, sg / sb, bad ? "  WRONG" : "");
-        if (probes) { /* the sort by gxs, returning at each probe point (outputs wrong; sorted again above) */
-          double pr[5];
-          for (int q = 1; q <= 4; ++q) {
+        printf("   v24 sort by form: none %.2f | place %.2f | xchg %.2f | both %.2f; route with both %.2f\n", sf[0],
+               sf[1], sf[2], sf[3], rf3);
+        for (int f = 0; probes && f < 4; f += 3) { /* the sort by gxs, returning at each probe point (outputs
+                                                      wrong; sorted again before the next case) */
+          double pr[6];
+          set_form(f);
+          for (int q = 1; q <= 5; ++q) {
             mr_cuda_tune.gxs_probe = q;
             pr[q] = time_op(&c, 1, 2, s);
           }
           mr_cuda_tune.gxs_probe = 0;
-          printf("   probes: entry %.2f | counts (no barrier) %.2f | barrier %.2f | scan %.2f | all %.2f\n", pr[1],
-                 pr[2], pr[3], pr[4], sg);
+          set_form(-1);
+          printf("   probes (%s): entry %.2f | counts (no barrier) %.2f | barrier %.2f | scan %.2f | all but the entries' "
+                 "stores %.2f | all %.2f\n", form_name[f], pr[1], pr[2], pr[3], pr[4], pr[5], sf[f]);
         }
-        printf("   stagger off / on: route before %.2f / %.2f, sort gxs %.2f / %.2f\n", rb0, rb1, sg0, sg1);
         fails += bad != 0;
         release(&c);
       }

@@ -421,6 +421,13 @@ typedef struct mr_cuda_tuning {
   int gxs_probe;         /* lab timing probe of gxs (gx.cu mr_gxs_k.probe), WRONG outputs: 0 = off */
   int gx_stagger;        /* gx's and gxs's read-back of the count matrix from the CTA's own row on (v23b): 0 = the
                             default (gx.cu MR_GX_STAGGER), 1 = on, -1 = off. The same bits either way */
+  int gxs_place;         /* gxs's entries put in (expert, token, slot) order in shared memory while the other CTAs
+                            arrive at the grid barrier, then stored in that order (v24): 0 = the default (gx.cu
+                            MR_GXS_PLACE), 1 = on where it fits, -1 = off. The same bits either way */
+  int gxs_xchg;          /* gxs's exchange by columns (v24): each CTA sums the columns of its experts into
+                            prefixes, a second grid barrier, then each CTA reads its own row and the totals
+                            (instead of every CTA reading the whole count matrix): 0 = the default (gx.cu
+                            MR_GXS_XCHG), 1 = on, -1 = off. The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -82,16 +82,25 @@ typedef struct mr_gx_k {
 /* The one grid barrier of gx and gxs, after the CTA's own __syncthreads: thread 0 first waits for the
  * zeroing launch's completion (its store to *bar; long past by now), then arrives and spins; the
  * CTA's threads follow it. Every CTA is resident (a cooperative launch). */
+/* Its two halves (gxs's v24 forms put CTA-local work between them): thread 0 only. */
+__device__ __forceinline__ void mr_gx_grid_arrive(uint32_t* bar) {
+  mr_pdl_wait();
+  __threadfence();
+  uint32_t v; /* unused: the arrival's old value */
+  asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(v) : "l"(bar) : "memory");
+  asm volatile("" ::"r"(v));
+}
+__device__ __forceinline__ void mr_gx_grid_wait(uint32_t* bar, uint32_t target) {
+  uint32_t v;
+  do {
+    asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+  } while (v < target);
+  __threadfence();
+}
 __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t G) {
   if (threadIdx.x == 0) {
-    mr_pdl_wait();
-    __threadfence();
-    uint32_t v;
-    asm volatile("atom.add.release.gpu.u32 %0, [%1], 1;" : "=r"(v) : "l"(bar) : "memory");
-    do {
-      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
-    } while (v < G);
-    __threadfence();
+    mr_gx_grid_arrive(bar);
+    mr_gx_grid_wait(bar, G);
   }
   __syncthreads();
 }
@@ -401,20 +410,29 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
 #define MR_GXS_MAX_E 512
 #define MR_GXS_J 8 /* count-matrix loads in flight per thread */
 #define MR_GXS_SMEM_MAX (48u * 1024u)
+#define MR_GXS_RPL 8 /* xchg: count rows per lane, G <= 256 */
 
 typedef struct mr_gxs_k {
   uint32_t T, E, Ep, k, U, G, R, W; /* W = ceil(R / 32) mask words per expert */
   uint32_t nrg;                     /* row groups of the read-back: a power of two <= 32 */
   uint32_t ent_sm;                  /* the CTA's entries kept in shared memory (else read again from topk_ids) */
   uint32_t stagger;                 /* the read-back starts at row c (knob gx_stagger) */
+  uint32_t place;                   /* v24 (knob gxs_place): the CTA's entries put in (expert, token, slot) order
+                                       in shared memory while the other CTAs arrive, then stored in that order */
+  uint32_t xchg;                    /* v24 (knob gxs_xchg): the exchange by columns and a second grid barrier */
+  uint32_t rpl;                     /* xchg: count rows per lane, ceil(G / 32) <= MR_GXS_RPL */
   uint32_t probe;                   /* lab timing probe (knob gxs_probe), WRONG outputs: 1 = return at entry, 2 =
-                                       after the counts (no barrier), 3 = after the barrier, 4 = after the scan */
+                                       after the counts (no barrier), 3 = after the barrier, 4 = after the scan,
+                                       5 = everything but the entries' stores */
   uint16_t* cnt;                    /* [G][Ep] (16-byte aligned) */
+  uint32_t* pre;                    /* xchg: [G][Ep] each CTA's count of each expert in the CTAs before it */
+  uint32_t* tot;                    /* xchg: [Ep] each expert's total */
   uint32_t* bar;
 } mr_gxs_k;
 
 /* shared (words): tm [W E] | P [W E] halves | entries [R k] (where kept) | start, pos, cnt, loc [E] | dup
- * flag, pad to 4 | w64 [16] | count row [Ep] halves (16-byte aligned) */
+ * flag, pad to 4 | w64 [16] | count row [Ep] halves (16-byte aligned) | place: local starts [E], the order
+ * [R k] halves */
 __host__ __device__ __forceinline__ uint32_t mr_gxs_ent_word(uint32_t E, uint32_t W) {
   return W * E + (W * E + 1u) / 2u;
 }
@@ -423,9 +441,10 @@ __host__ __device__ __forceinline__ uint32_t mr_gxs_w64_word(uint32_t E, uint32_
   return (mr_gxs_ent_word(E, W) + (ent_sm ? R * k : 0u) + 4u * E + 1u + 3u) & ~3u;
 }
 __host__ __device__ __forceinline__ size_t mr_gxs_smem(uint32_t E, uint32_t R, uint32_t k, uint32_t W,
-                                                       uint32_t ent_sm) {
+                                                       uint32_t ent_sm, uint32_t place) {
   const uint32_t Ep = (E + 7u) & ~7u;
-  return (size_t)mr_gxs_w64_word(E, R, k, W, ent_sm) * 4u + 8u * MR_GXS_WARPS + 2u * Ep;
+  return (size_t)mr_gxs_w64_word(E, R, k, W, ent_sm) * 4u + 8u * MR_GXS_WARPS + 2u * Ep +
+         (place ? 4u * E + 2u * R * k : 0u);
 }
 
 __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
@@ -444,6 +463,8 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   uint32_t* s_dup = s_loc + E;
   unsigned long long* s_w64 = (unsigned long long*)(mr_gxs_sm + mr_gxs_w64_word(E, a.R, k, W, a.ent_sm));
   uint16_t* crow = (uint16_t*)(s_w64 + MR_GXS_WARPS); /* 16-byte aligned */
+  uint32_t* s_lst = (uint32_t*)(crow + Ep);           /* place: the CTA's exclusive prefix of its counts */
+  uint16_t* perm = (uint16_t*)(s_lst + E);             /* place: the entry at each CTA-local sorted position */
   mr_pdl_launch_dependents();
   if (a.probe == 1u) return;
   for (uint32_t q = tid; q < W * E; q += MR_GXS_THREADS) tm[q] = 0u;
@@ -481,63 +502,135 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
     ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)crow)[q];
   if (a.probe == 2u) return;
   __syncthreads();
-  mr_gx_grid_barrier(a.bar, G);
+  uint32_t nl = 0u; /* place: the CTA's entries that are placed (in range, enabled) */
+  if (a.place) {
+    /* arrive; then, while the other CTAs arrive, each placed entry at its CTA-local sorted position
+     * (its expert's local start + its rank: the same ranks as D's) */
+    if (tid == 0) mr_gx_grid_arrive(a.bar);
+    unsigned long long lt;
+    const uint32_t lv = tid < E ? (uint32_t)crow[tid] : 0u;
+    const uint32_t lrun = (uint32_t)mr_cta_excl_scan64<MR_GXS_WARPS>(lv, s_w64, &lt); /* sort.cuh */
+    nl = (uint32_t)lt;
+    if (tid < E) s_lst[tid] = lrun;
+    __syncthreads();
+    for (uint32_t i = tid; i < n; i += MR_GXS_THREADS) {
+      const int32_t id = ent[i];
+      if ((uint32_t)id < E && (o.expert_mask == NULL || __ldg(o.expert_mask + id) != 0)) {
+        uint32_t rank = 0u;
+        if (!dup) {
+          rank = mr_tm_rank(tm, P, E, mr_udiv(i, k, o.k_magic), (uint32_t)id);
+        } else {
+          for (uint32_t j = 0; j < i; ++j) rank += ent[j] == id;
+        }
+        perm[s_lst[id] + rank] = (uint16_t)i;
+      }
+    }
+    if (tid == 0) mr_gx_grid_wait(a.bar, G);
+    __syncthreads();
+  } else {
+    mr_gx_grid_barrier(a.bar, G);
+  }
   if (a.probe == 3u) return;
 
-  /* C. each expert's total and its count in the CTAs before c */
-  const uint32_t ncol = Ep / 8u, nrg = a.nrg, col = tid / nrg, rg = tid % nrg;
-  const bool act = col < ncol;
-  uint32_t te[8], be[8];
+  /* C. each expert's total and its count in the CTAs before c (thread e's: cn, bf) */
+  uint32_t cn = 0u, bf = 0u;
+  if (a.xchg) {
+    /* by columns: warp w of CTA c takes the experts c + G (w + 16 j); lane l its rows [l rpl, l rpl + rpl):
+     * the prefix over the rows by a warp scan into pre[r][e], the total into tot[e]; a second grid
+     * barrier; then each CTA reads its own row of pre and the totals (no CTA reads the whole matrix) */
+    const uint32_t rpl = a.rpl;
+    for (uint32_t e = c + G * warp; e < E; e += G * MR_GXS_WARPS) { /* warp-uniform */
+      uint32_t x[MR_GXS_RPL], s = 0u;
 #pragma unroll
-  for (int q = 0; q < 8; ++q) te[q] = be[q] = 0u;
-  const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
-  for (uint32_t r0 = rg; r0 < G; r0 += nrg * MR_GXS_J) { /* no shuffle inside: the lanes may part here */
-    uint4 x[MR_GXS_J];
+      for (uint32_t j = 0; j < MR_GXS_RPL; ++j) {
+        const uint32_t r = lane * rpl + j;
+        x[j] = j < rpl && r < G ? (uint32_t)__ldcg(a.cnt + (size_t)r * Ep + e) : 0u;
+        s += x[j];
+      }
+      uint32_t inc = s;
 #pragma unroll
-    for (uint32_t j = 0; j < MR_GXS_J; ++j) {
-      const uint32_t r = r0 + nrg * j, rr = r + sh < G ? r + sh : r + sh - G;
-      x[j] = act && r < G ? __ldcg((const uint4*)(a.cnt + (size_t)rr * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+      for (uint32_t m = 1u; m < 32u; m <<= 1) {
+        const uint32_t y = __shfl_up_sync(MR_FULL_MASK, inc, m);
+        if (lane >= m) inc += y;
+      }
+      uint32_t run = inc - s;
+#pragma unroll
+      for (uint32_t j = 0; j < MR_GXS_RPL; ++j) {
+        const uint32_t r = lane * rpl + j;
+        if (j < rpl && r < G) __stcg(a.pre + (size_t)r * Ep + e, run);
+        run += x[j];
+      }
+      if (lane == 31u) __stcg(a.tot + e, inc);
     }
+    __syncthreads();
+    if (tid == 0) {
+      mr_gx_grid_arrive(a.bar);
+      mr_gx_grid_wait(a.bar, 2u * G);
+    }
+    __syncthreads();
+    if (tid < E) {
+      cn = __ldcg(a.tot + tid);
+      bf = __ldcg(a.pre + (size_t)c * Ep + tid);
+    }
+  } else {
+    /* every CTA reads the whole matrix: thread (col, rg) sums the 8 experts of a 16-byte column over the
+     * rows rg + NRG j */
+    const uint32_t ncol = Ep / 8u, nrg = a.nrg, col = tid / nrg, rg = tid % nrg;
+    const bool act = col < ncol;
+    uint32_t te[8], be[8];
 #pragma unroll
-    for (uint32_t j = 0; j < MR_GXS_J; ++j) {
-      const uint32_t r = r0 + nrg * j, rr = r + sh < G ? r + sh : r + sh - G;
-      const bool before = rr < c;
-      const uint32_t w4[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+    for (int q = 0; q < 8; ++q) te[q] = be[q] = 0u;
+    const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
+    for (uint32_t r0 = rg; r0 < G; r0 += nrg * MR_GXS_J) { /* no shuffle inside: the lanes may part here */
+      uint4 x[MR_GXS_J];
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const uint32_t lo = w4[q] & 0xffffu, hi = w4[q] >> 16;
-        te[2 * q] += lo;
-        te[2 * q + 1] += hi;
-        be[2 * q] += before ? lo : 0u;
-        be[2 * q + 1] += before ? hi : 0u;
+      for (uint32_t j = 0; j < MR_GXS_J; ++j) {
+        const uint32_t r = r0 + nrg * j, rr = r + sh < G ? r + sh : r + sh - G;
+        x[j] = act && r < G ? __ldcg((const uint4*)(a.cnt + (size_t)rr * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+      }
+#pragma unroll
+      for (uint32_t j = 0; j < MR_GXS_J; ++j) {
+        const uint32_t r = r0 + nrg * j, rr = r + sh < G ? r + sh : r + sh - G;
+        const bool before = rr < c;
+        const uint32_t w4[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const uint32_t lo = w4[q] & 0xffffu, hi = w4[q] >> 16;
+          te[2 * q] += lo;
+          te[2 * q + 1] += hi;
+          be[2 * q] += before ? lo : 0u;
+          be[2 * q + 1] += before ? hi : 0u;
+        }
       }
     }
-  }
-  for (uint32_t m = 1u; m < nrg; m <<= 1) { /* nrg divides 32: the groups are aligned lane ranges */
+    for (uint32_t m = 1u; m < nrg; m <<= 1) { /* nrg divides 32: the groups are aligned lane ranges */
 #pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      te[q] += __shfl_xor_sync(MR_FULL_MASK, te[q], m);
-      be[q] += __shfl_xor_sync(MR_FULL_MASK, be[q], m);
-    }
-  }
-  if (act && rg == 0u) {
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      const uint32_t e = col * 8u + (uint32_t)q;
-      if (e < E) {
-        s_cnt[e] = te[q];
-        s_pos[e] = be[q];
+      for (int q = 0; q < 8; ++q) {
+        te[q] += __shfl_xor_sync(MR_FULL_MASK, te[q], m);
+        be[q] += __shfl_xor_sync(MR_FULL_MASK, be[q], m);
       }
     }
+    if (act && rg == 0u) {
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+        const uint32_t e = col * 8u + (uint32_t)q;
+        if (e < E) {
+          s_cnt[e] = te[q];
+          s_pos[e] = be[q];
+        }
+      }
+    }
+    __syncthreads();
+    if (tid < E) {
+      cn = s_cnt[tid];
+      bf = s_pos[tid];
+    }
   }
-  __syncthreads();
   /* the padded scan over the experts, thread e (E <= 512 = the CTA's threads) */
   unsigned long long v = 0ull;
-  uint32_t cn = 0u, bf = 0u;
   if (tid < E) {
     const uint32_t en = o.expert_mask == NULL || __ldg(o.expert_mask + tid) != 0;
-    cn = en ? s_cnt[tid] : 0u; /* a masked expert's entries were never counted */
-    bf = s_pos[tid];
+    cn = en ? cn : 0u; /* a masked expert's entries were never counted */
     v = (unsigned long long)(mr_udiv(cn + U - 1u, U, o.u_magic) * U) | ((unsigned long long)en << 32);
   }
   unsigned long long total;
@@ -553,17 +646,33 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
 
   /* D. this CTA's entries; the padding and block ids of experts c + G j; the totals */
   const float* cw = wts ? wts + (size_t)t0 * k : NULL;
-  for (uint32_t i = tid; i < n; i += MR_GXS_THREADS) {
-    const uint32_t e = (uint32_t)ent[i];
-    if (e < E && s_cnt[e] != 0u) {
-      const uint32_t tl = mr_udiv(i, k, o.k_magic), slot = i - tl * k;
-      uint32_t rank = 0u;
-      if (!dup) {
-        rank = mr_tm_rank(tm, P, E, tl, e);
+  if (a.place) { /* in (expert, token, slot) order: each expert's entries of this CTA are consecutive positions */
+    for (uint32_t j = tid; j < nl; j += MR_GXS_THREADS) {
+      const uint32_t i = perm[j], e = (uint32_t)ent[i];
+      const uint32_t tl = mr_udiv(i, k, o.k_magic), slot = i - tl * k, pos = s_pos[e] + (j - s_lst[e]);
+      if (a.probe == 5u) {
+        if (pos == 0xffffffffu) o.sorted_token_ids[0] = 0; /* never: keeps the positions computed */
       } else {
-        for (uint32_t j = 0; j < i; ++j) rank += ent[j] == (int32_t)e;
+        mr_emit_entry_at(&o, pos, t0 * k + i, t0 + tl, slot, cw ? __float_as_uint(cw[i]) : 0u);
       }
-      mr_emit_entry_at(&o, s_pos[e] + rank, t0 * k + i, t0 + tl, slot, cw ? __float_as_uint(cw[i]) : 0u);
+    }
+  } else {
+    for (uint32_t i = tid; i < n; i += MR_GXS_THREADS) {
+      const uint32_t e = (uint32_t)ent[i];
+      if (e < E && s_cnt[e] != 0u) {
+        const uint32_t tl = mr_udiv(i, k, o.k_magic), slot = i - tl * k;
+        uint32_t rank = 0u;
+        if (!dup) {
+          rank = mr_tm_rank(tm, P, E, tl, e);
+        } else {
+          for (uint32_t j = 0; j < i; ++j) rank += ent[j] == (int32_t)e;
+        }
+        if (a.probe == 5u) {
+          if (s_pos[e] + rank == 0xffffffffu) o.sorted_token_ids[0] = 0; /* never */
+        } else {
+          mr_emit_entry_at(&o, s_pos[e] + rank, t0 * k + i, t0 + tl, slot, cw ? __float_as_uint(cw[i]) : 0u);
+        }
+      }
     }
   }
   for (uint32_t e = c + G * warp; e < E; e += G * MR_GXS_WARPS) {
@@ -573,8 +682,16 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   if (c == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
 }
 
-/* the plan: R rows per CTA, G CTAs (at most one per SM), the mask words, the read-back's row groups;
- * 0 where it does not fit (E > 512, shared memory over 48 KB, a count over 16 bits) */
+/* knobs gxs_place and gxs_xchg (v24, lab forms until measured): 0 = the default (MR_GXS_PLACE, MR_GXS_XCHG),
+ * 1 = on, -1 = off. The same bits either way. */
+#define MR_GXS_PLACE 0
+#define MR_GXS_XCHG 0
+static uint32_t mr_gxs_knob(int knob, int dflt) { return knob > 0 || (knob == 0 && dflt); }
+
+/* the plan: R rows per CTA, G CTAs (at most one per SM), the mask words, the read-back's row groups,
+ * the v24 forms where they fit (place: its order in shared memory, the entries then read again from
+ * topk_ids if need be; xchg: G <= 32 MR_GXS_RPL); 0 where gxs does not fit (E > 512, shared memory over
+ * 48 KB, a count over 16 bits) */
 static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   const int64_t T = cfg->num_tokens, E = cfg->num_experts, k = cfg->top_k;
   const int64_t sms = mr_cuda_sm_count();
@@ -593,11 +710,17 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   uint32_t nrg = 32u;
   while (nrg > 1u && (g->Ep / 8u) * nrg > MR_GXS_THREADS) nrg >>= 1;
   g->nrg = nrg;
-  g->ent_sm = 1u;
-  *smem = mr_gxs_smem(g->E, g->R, g->k, g->W, 1u);
-  if (*smem > MR_GXS_SMEM_MAX) { /* the entries read twice from topk_ids instead */
-    g->ent_sm = 0u;
-    *smem = mr_gxs_smem(g->E, g->R, g->k, g->W, 0u);
+  g->rpl = (g->G + 31u) / 32u;
+  g->xchg = mr_gxs_knob(mr_cuda_tune.gxs_xchg, MR_GXS_XCHG) && g->rpl <= MR_GXS_RPL;
+  for (uint32_t place = mr_gxs_knob(mr_cuda_tune.gxs_place, MR_GXS_PLACE);; place = 0u) {
+    g->place = place;
+    g->ent_sm = 1u;
+    *smem = mr_gxs_smem(g->E, g->R, g->k, g->W, 1u, place);
+    if (*smem > MR_GXS_SMEM_MAX) { /* the entries read twice from topk_ids instead */
+      g->ent_sm = 0u;
+      *smem = mr_gxs_smem(g->E, g->R, g->k, g->W, 0u, place);
+    }
+    if (*smem <= MR_GXS_SMEM_MAX || place == 0u) break;
   }
   return *smem <= MR_GXS_SMEM_MAX;
 }
@@ -636,12 +759,16 @@ extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {
   return (knob > 0 || mr_gxs_auto(cfg, op)) && mr_cuda_coop_launch();
 }
 
-/* workspace: the barrier word (its own 256 bytes), then the count matrix [G][Ep] of 16 bits */
+/* workspace: the barrier word (its own 256 bytes), the count matrix [G][Ep] of 16 bits, then xchg's
+ * prefixes [G][Ep] and totals [Ep] of 32 bits (reserved whatever the knobs: a function of T, E and
+ * the SM count) */
+static size_t mr_gxs_ws_cnt(const mr_gxs_k* g) { return ((size_t)g->G * g->Ep * 2u + 255u) & ~(size_t)255u; }
+static size_t mr_gxs_ws_pre(const mr_gxs_k* g) { return ((size_t)g->G * g->Ep * 4u + 255u) & ~(size_t)255u; }
 extern "C" size_t mr_cuda_gxs_workspace(const mr_config* cfg) {
   mr_gxs_k g;
   size_t smem;
   if (!mr_gxs_plan(cfg, &g, &smem)) return 0;
-  return 256u + (((size_t)g.G * g.Ep * 2u + 255u) & ~(size_t)255u);
+  return 256u + mr_gxs_ws_cnt(&g) + mr_gxs_ws_pre(&g) + (size_t)g.Ep * 4u;
 }
 
 /* Sort by gxs (mr_cuda_gxs_takes said so; workspace >= mr_cuda_gxs_workspace, 16-byte aligned):
@@ -654,6 +781,8 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   if (!mr_gxs_plan(cfg, &g, &smem)) return cudaErrorInvalidConfiguration;
   g.bar = (uint32_t*)workspace;
   g.cnt = (uint16_t*)((unsigned char*)workspace + 256);
+  g.pre = (uint32_t*)((unsigned char*)workspace + 256 + mr_gxs_ws_cnt(&g));
+  g.tot = (uint32_t*)((unsigned char*)workspace + 256 + mr_gxs_ws_cnt(&g) + mr_gxs_ws_pre(&g));
   g.probe = (uint32_t)mr_cuda_tune.gxs_probe;
   g.stagger = mr_gx_stagger();
   return mr_gx_coop_launch(mr_gxs_sort_kernel, g.G, MR_GXS_THREADS, smem, g.bar, stream, topk_ids, topk_weights, *o,
