@@ -684,8 +684,8 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
 
 /* knobs gxs_place and gxs_xchg (v24, lab forms until measured): 0 = the default (MR_GXS_PLACE, MR_GXS_XCHG),
  * 1 = on, -1 = off. The same bits either way. */
-#define MR_GXS_PLACE 0
-#define MR_GXS_XCHG 0
+#define MR_GXS_PLACE 1
+#define MR_GXS_XCHG 1
 static uint32_t mr_gxs_knob(int knob, int dflt) { return knob > 0 || (knob == 0 && dflt); }
 
 /* the plan: R rows per CTA, G CTAs (at most one per SM), the mask words, the read-back's row groups,
