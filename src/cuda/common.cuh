@@ -415,7 +415,8 @@ typedef struct mr_cuda_tuning {
                             per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
   int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
                             and route's sort after the gate kernel, without a moe_buf: 0 = auto (gx.cu
-                            mr_gxs_auto: k >= 8, E >= 256, T*k >= 393216, or 327680 for E > 256), 1 = wherever it
+                            mr_gxs_auto, v24: 4 <= k <= 10, E >= 128, T*k >= 49152 for the sort entry point and
+                            98304 for route), 1 = wherever it
                             fits (E <= 512, one CTA per SM, <= 48 KB of shared memory), 2 = the sort entry
                             point only, wherever it fits, -1 = never */
   int gxs_probe;         /* lab timing probe of gxs (gx.cu mr_gxs_k.probe), WRONG outputs: 0 = off */

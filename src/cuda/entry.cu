@@ -3,14 +3,14 @@
  * host, check the specialisation list, pick a path, launch, check every
  * launch.
  *
- * Paths (docs/design.md 17-38; the measurements in docs/perf-log.md v5-v23):
+ * Paths (docs/design.md 17-38; the measurements in docs/perf-log.md v5-v24):
  *
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
  *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
  *          moe_buf, 1024 <= T <= 4096                    (gx.cu, design 37)
- *          k >= 8, E >= 256, T*k >= 393216 (327680 for  the gate kernel, then gxs: a zeroing
- *          E > 256), no moe_buf, where gxs fits         launch and one cooperative sort
- *          (E <= 512, 48 KB of shared memory)           launch (gx.cu, design 38)
+ *          4 <= k <= 10, E >= 128, T*k >= 98304, no     the gate kernel, then gxs: a zeroing
+ *          moe_buf, where gxs fits (E <= 512, 48 KB     launch and one cooperative sort
+ *          of shared memory)                            launch (gx.cu, design 38)
  *          16-bit softmax rows without bias or groups,  one launch: one routing CTA and
  *          T*k <= 32 and T = 1 (any E), or T <= 8       a one-warp sort (tiny.cu; at T = 1
  *          (T <= 16 for E <= 256, T*k <= 96),           or by 4 - 8 CTAs in one pass
@@ -48,8 +48,8 @@
  *   gate   any T                                     gate kernel (or nothing at T = 0);
  *                                                    16-bit softmax rows, E <= 256, k <= 8
  *                                                    by segments of 16/8/4 lanes at large T
- *   sort   k >= 8, E >= 256, T*k >= 393216 (327680 for  gxs (gx.cu, design 38)
- *          E > 256), no moe_buf, where gxs fits
+ *   sort   4 <= k <= 10, E >= 128, T*k >= 49152, no   gxs (gx.cu, design 38)
+ *          moe_buf, where gxs fits
  *          where ctm's rule takes it                   one cluster launch (ctm.cu)
  *          same bound as the pair                    one launch (sort.cu)
  *          T*k <= 16384                              one launch (mid.cu)

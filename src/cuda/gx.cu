@@ -727,28 +727,30 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
 
 /* knob gxs: 0 = auto (mr_gxs_auto), 1 = the sort entry point and route's sort wherever it fits, 2 = the
  * sort entry point only, -1 = never. No moe_buf; a device that launches cooperative kernels.
- * Automatic rule, lab calls 63 - 65 (H100, dev/gxs_lab.cu, kernel metric, route / sort, gxs against the paths
- * before it in the same run): gxs has a floor of ~9.5 us (T = 256 - 4096, every preset; the paths before it
- * cost 3.6 - 10 there) and wins only where a CTA holds ~2500 - 3000 entries or more:
- *   DeepSeek-R1 softmax T = 40960 39.48 / 38.63 and 28.09 / 27.13 (slower), 49152 44.89 / 44.96 and 31.10 /
- *     31.22 (even), 65536 56.83 / 59.38 and 36.57 / 37.96 (call 63), 81920 75.32 / 76.29 and 46.67 / 46.25;
- *   Kimi-K2 40960 167.79 / 170.25 and 28.46 / 28.12, 49152 197.87 / 201.10 and 30.34 / 31.42, 65536 259.15 /
- *     262.05 and 37.80 / 38.34;
- *   Qwen3-Next 32768 83.13 / 86.78 and 28.42 / 29.67 (calls 63 and 64 alike);
- *   GPT-OSS-120B (k = 4) slower at every T up to 81920 (34.71 / 35.27 route there).
- * Hence k >= 8 and T*k >= 393216 (T >= 49152 at k = 8), or T*k >= 327680 for E > 256; and E >= 256, the E
- * timed (smaller E, e.g. Qwen3-235B's 128 or OLMoE's 64, was not; session 25's review). Session 25 first put
- * the rule on from T*k = 8192 (sort) / 32769 (route) by prediction, before any device time. */
+ * Automatic rule, v24 (session 26; lab calls 68 - 69, H100, dev/gxs_lab.cu, kernel metric, the paths before
+ * gxs / gxs with place and xchg, same run; `dev/runs/run69/gxs_grid.log`):
+ *   sort: every preset timed (DeepSeek-R1 softmax and grouped, GPT-OSS-120B, Kimi-K2, Qwen3-Next,
+ *     Qwen3-235B) is faster by gxs from T*k = 49152 on (T = 6144 at k = 8: 10.54 / 10.05, 10.38 / 9.66,
+ *     11.19 / 10.05, 9.62 / 9.25; GPT-OSS-120B T = 12288: 9.55 / 9.25; Qwen3-Next 6144: 12.53 / 11.88), and at
+ *     16384 by 7 - 30% (DeepSeek-R1 softmax 15.38 / 11.56). Below it the paths before gxs have T where they
+ *     are faster (T*k = 32768: DeepSeek-R1 softmax 9.16 / 9.70, Qwen3-235B 8.01 / 8.95; GPT-OSS-120B T = 8192
+ *     8.08 / 9.14).
+ *   route (the gate kernel, then gxs): from T*k = 98304 (DeepSeek-R1 softmax T = 12288 19.16 / 16.88, 8192
+ *     15.55 / 15.95 slower; GPT-OSS-120B 24576 16.66 / 15.42, 16384 13.45 / 14.62 slower; Qwen3-235B 12288
+ *     16.89 / 15.48, 8192 13.04 / 14.79 slower). The fp32-key presets win from lower T (Kimi-K2 from 6144);
+ *     one bound keeps the rule simple.
+ * E >= 128 and 4 <= k <= 10: the E and k timed (128 - 512; 4, 8, 10). v23's rule (session 25, before the
+ * v24 forms) was k >= 8, E >= 256 and T*k >= 393216 (327680 for E > 256). */
 #define MR_GXS_AUTO 1
-#define MR_GXS_MIN_N 393216
-#define MR_GXS_MIN_N_WIDE 327680 /* E > 256 */
-#define MR_GXS_MIN_K 8
-#define MR_GXS_MIN_E 256
+#define MR_GXS_MIN_N_SORT 49152
+#define MR_GXS_MIN_N_ROUTE 98304
+#define MR_GXS_MIN_K 4
+#define MR_GXS_MAX_K 10
+#define MR_GXS_MIN_E 128
 static int mr_gxs_auto(const mr_config* cfg, moeroute_op op) {
-  (void)op; /* the same bound for the sort entry point and route */
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
-  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && cfg->num_experts >= MR_GXS_MIN_E &&
-         n >= (cfg->num_experts > 256 ? MR_GXS_MIN_N_WIDE : MR_GXS_MIN_N);
+  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && cfg->top_k <= MR_GXS_MAX_K &&
+         cfg->num_experts >= MR_GXS_MIN_E && n >= (op == MOEROUTE_OP_SORT ? MR_GXS_MIN_N_SORT : MR_GXS_MIN_N_ROUTE);
 }
 extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {
   const int knob = mr_cuda_tune.gxs;

@@ -2005,18 +2005,25 @@ static void group_thresholds(void) {
       /* the gate kernel's packed rows (v21, gate.cuh mr_seg_gate_form): the filter from T*k = 65536 */
       {"ds-softmax", 8191, 1, 0},    /* 8 lanes per row: form 3 (ranks) from T = 8192 */
       {"gpt-oss-120b", 16383, 1, 0}, /* 4 lanes per row: form 2 (lists) from T = 16384 */
-      /* gxs (v23, gx.cu mr_gxs_auto; no moe_buf): the sort entry point and route's sort after the gate kernel
-         for k >= 8 and E >= 256 from T*k = 393216 (327680 for E > 256), where it fits in 48 KB of shared memory on
-         132 SMs */
-      {"ds-softmax", 49151, 1, 0},   /* E <= 256: 393208 -> 393216 */
-      {"kimi-k2", 40959, 1, 0},      /* E > 256: 327672 -> 327680 (sigmoid rows with bias: the gate kernel + gxs) */
-      {"qwen3-next", 32767, 1, 0},   /* 327670 -> 327680 (E = 512, k = 10) */
-      {"gpt-oss-120b", 81920, 1, 0}, /* (k = 4: the paths before it on both sides) */
-      {"qwen3", 49151, 1, 0},        /* (E = 128 < 256: the paths before it on both sides) */
-      {"qwen3-next", 38016, 1, 0},   /* E = 512: the entries kept in shared memory up to T = 38016 ... */
+      /* gxs (v24, gx.cu mr_gxs_auto; no moe_buf): the sort entry point from T*k = 49152, route's sort after the
+         gate kernel from 98304, for 4 <= k <= 10 and E >= 128, where it fits in 48 KB of shared memory on 132
+         SMs; its place form (v24) where that fits too (gx.cu mr_gxs_plan) */
+      {"ds-softmax", 6143, 1, 0},    /* sort: 49144 -> 49152 */
+      {"gpt-oss-120b", 12287, 1, 0}, /* sort: 49148 -> 49152 (k = 4) */
+      {"qwen3-next", 4915, 1, 0},    /* sort: 49150 -> 49160 (E = 512, k = 10) */
+      {"ds-softmax", 12287, 1, 0},   /* route: 98296 -> 98304 */
+      {"gpt-oss-120b", 24575, 1, 0}, /* route: 98300 -> 98304 */
+      {"kimi-k2", 12287, 1, 0},      /* route (sigmoid rows with bias: the gate kernel + gxs) */
+      {"glm-4.5", 12287, 1, 0},      /* (E = 160) */
+      {"odd-257", 10922, 1, 0},      /* (E = 257, k = 9: 98298 -> 98307) */
+      {"olmoe", 12287, 1, 0},        /* (E = 64 < 128: the paths before it on both sides) */
+      {"qwen3-next", 29568, 1, 0},   /* E = 512: place with the entries in shared memory up to T = 29568, ... */
+      {"qwen3-next", 42240, 1, 0},   /* ... place up to 42240 (the entries re-read from topk_ids), ... */
       {"qwen3-next", 50688, 1, 0},   /* ... gxs up to 50688, then the paths before it */
-      {"kimi-k2", 76032, 1, 0},      /* E = 384: gxs up to T = 76032 */
-      {"ds-softmax", 71808, 1, 0},   /* E = 256: the entries kept up to T = 71808 ... */
+      {"kimi-k2", 59136, 1, 0},      /* E = 384: place up to T = 59136, ... */
+      {"kimi-k2", 76032, 1, 0},      /* ... gxs up to 76032 */
+      {"ds-softmax", 59136, 1, 0},   /* E = 256: place with the entries kept up to T = 59136, ... */
+      {"ds-softmax", 88704, 1, 0},   /* ... place up to 88704, ... */
       {"ds-softmax", 118272, 1, 0},  /* ... gxs up to 118272 */
   };
   uint64_t idx = 0;
