@@ -416,7 +416,7 @@ typedef struct mr_cuda_tuning {
   int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
                             and route's sort after the gate kernel, without a moe_buf: 0 = auto (gx.cu
                             mr_gxs_auto, v24: 4 <= k <= 10, E >= 128, T*k >= 49152 for the sort entry point and
-                            98304 for route), 1 = wherever it
+                            route, 98304 for route's segmented rows), 1 = wherever it
                             fits (E <= 512, one CTA per SM, <= 48 KB of shared memory), 2 = the sort entry
                             point only, wherever it fits, -1 = never */
   int gxs_probe;         /* lab timing probe of gxs (gx.cu mr_gxs_k.probe), WRONG outputs: 0 = off */
@@ -560,7 +560,7 @@ cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a,
  * sort entry point's call (op SORT) or route's sort after the gate kernel (op ROUTE); _workspace: its
  * bytes (0 where it cannot run); the launch returns cudaErrorCooperativeLaunchTooLarge when the device
  * refuses it (then the caller takes the other paths). */
-int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op);
+int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
 size_t mr_cuda_gxs_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                     const float* topk_weights, void* workspace, cudaStream_t stream);

@@ -8,9 +8,10 @@
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
  *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
  *          moe_buf, 1024 <= T <= 4096                    (gx.cu, design 37)
- *          4 <= k <= 10, E >= 128, T*k >= 98304, no     the gate kernel, then gxs: a zeroing
- *          moe_buf, where gxs fits (E <= 512, 48 KB     launch and one cooperative sort
- *          of shared memory)                            launch (gx.cu, design 38)
+ *          4 <= k <= 10, E >= 128, T*k >= 49152 (98304  the gate kernel, then gxs: a zeroing
+ *          for rows the gate kernel segments), no       launch and one cooperative sort
+ *          moe_buf, where gxs fits (E <= 512, 48 KB     launch (gx.cu, design 38)
+ *          of shared memory)
  *          16-bit softmax rows without bias or groups,  one launch: one routing CTA and
  *          T*k <= 32 and T = 1 (any E), or T <= 8       a one-warp sort (tiny.cu; at T = 1
  *          (T <= 16 for E <= 256, T*k <= 96),           or by 4 - 8 CTAs in one pass
@@ -309,7 +310,7 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
       }
       /* gxs after the gate kernel (v23): its barrier word and count matrix, or the general sort's
        * workspace where the device refuses the cooperative launch, then the top-k at the end */
-      if (mr_cuda_gxs_takes(cfg, MOEROUTE_OP_ROUTE)) {
+      if (mr_cuda_gxs_takes(cfg, MOEROUTE_OP_ROUTE, 0)) { /* the lower bound: the bias is not known here */
         const size_t gs = mr_cuda_gxs_workspace(cfg), gen = mr_cuda_general_sort_workspace(cfg);
         const size_t gxs = (gs > gen ? gs : gen) + 2u * mr_route_topk_half(cfg);
         if (gxs > need) need = gxs;
@@ -320,7 +321,7 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
     {
       const size_t base = mr_sort_one_launch(cfg) ? 0 : mr_cuda_general_sort_workspace(cfg);
       const size_t gtm = mr_cuda_gtm_takes(cfg, MOEROUTE_OP_SORT) ? mr_cuda_gtm_workspace(cfg) : 0u;
-      const size_t gxs = mr_cuda_gxs_takes(cfg, MOEROUTE_OP_SORT) ? mr_cuda_gxs_workspace(cfg) : 0u;
+      const size_t gxs = mr_cuda_gxs_takes(cfg, MOEROUTE_OP_SORT, 0) ? mr_cuda_gxs_workspace(cfg) : 0u;
       const size_t m = gtm > base ? gtm : base;
       return gxs > m ? gxs : m;
     }
@@ -413,7 +414,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   }
   if (routed) {
     /* gx ran (or failed for a reason other than the device refusing it) */
-  } else if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_ROUTE)) {
+  } else if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) &&
+             mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_ROUTE, mr_cuda_gate_segmented(&cfg, &ga))) {
     /* the gate kernel, then gxs (v23); the top-k through the caller's buffers or the end of the
      * workspace; where the device refuses gxs's cooperative launch, the general sort */
     int32_t* ids;
@@ -523,7 +525,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
   cudaError_t err = cudaErrorCooperativeLaunchTooLarge;
   /* gxs (v23): one cooperative launch over the grid; on a refused cooperative launch the other paths */
-  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT))
+  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT, 0))
     err = mr_cuda_launch_gxs_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
   if (err != cudaErrorCooperativeLaunchTooLarge)
     ; /* gxs ran (or failed for a reason other than the device refusing it) */

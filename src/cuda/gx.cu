@@ -735,30 +735,36 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
  *     16384 by 7 - 30% (DeepSeek-R1 softmax 15.38 / 11.56). Below it the paths before gxs have T where they
  *     are faster (T*k = 32768: DeepSeek-R1 softmax 9.16 / 9.70, Qwen3-235B 8.01 / 8.95; GPT-OSS-120B T = 8192
  *     8.08 / 9.14).
- *   route (the gate kernel, then gxs): from T*k = 98304 (DeepSeek-R1 softmax T = 12288 19.16 / 16.88, 8192
- *     15.55 / 15.95 slower; GPT-OSS-120B 24576 16.66 / 15.42, 16384 13.45 / 14.62 slower; Qwen3-235B 12288
- *     16.89 / 15.48, 8192 13.04 / 14.79 slower). The fp32-key presets win from lower T (Kimi-K2 from 6144);
- *     one bound keeps the rule simple.
+ *   route (the gate kernel, then gxs): rows the gate kernel gates by segments (16-bit softmax without bias,
+ *     E <= 256, k <= 8: gate.cu mr_cuda_gate_segmented) from T*k = 98304 (DeepSeek-R1 softmax T = 12288 19.16 /
+ *     16.88, 8192 15.55 / 15.95 slower; GPT-OSS-120B 24576 16.66 / 15.42, 16384 13.45 / 14.62 slower;
+ *     Qwen3-235B 12288 16.89 / 15.48, 8192 13.04 / 14.79 slower); other rows from 49152, as the sort (Kimi-K2
+ *     T = 6144 35.84 / 34.07, 4096 27.09 / 27.04; grouped DeepSeek-R1 6144 26.25 / 26.03; Qwen3-Next from
+ *     T = 3072, 4096 20.59 / 19.41). Results run 37 had route at 98304 for every row: Kimi-K2 and Qwen3-Next at
+ *     T = 8192 were then 3.6% / 6% slower than the chain (the gate kernel + gxs's sort).
  * E >= 128 and 4 <= k <= 10: the E and k timed (128 - 512; 4, 8, 10). v23's rule (session 25, before the
  * v24 forms) was k >= 8, E >= 256 and T*k >= 393216 (327680 for E > 256). */
 #define MR_GXS_AUTO 1
 #define MR_GXS_MIN_N_SORT 49152
-#define MR_GXS_MIN_N_ROUTE 98304
+#define MR_GXS_MIN_N_ROUTE 98304 /* segmented rows */
 #define MR_GXS_MIN_K 4
 #define MR_GXS_MAX_K 10
 #define MR_GXS_MIN_E 128
-static int mr_gxs_auto(const mr_config* cfg, moeroute_op op) {
+static int mr_gxs_auto(const mr_config* cfg, moeroute_op op, int seg) {
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
   return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && cfg->top_k <= MR_GXS_MAX_K &&
-         cfg->num_experts >= MR_GXS_MIN_E && n >= (op == MOEROUTE_OP_SORT ? MR_GXS_MIN_N_SORT : MR_GXS_MIN_N_ROUTE);
+         cfg->num_experts >= MR_GXS_MIN_E &&
+         n >= (op == MOEROUTE_OP_ROUTE && seg ? MR_GXS_MIN_N_ROUTE : MR_GXS_MIN_N_SORT);
 }
-extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op) {
+/* seg: route's rows are gated by segments (mr_cuda_gate_segmented); 0 where unknown (route's workspace
+ * query, which cannot see the bias pointer: the lower bound, so it reserves wherever gxs may take) */
+extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg) {
   const int knob = mr_cuda_tune.gxs;
   mr_gxs_k g;
   size_t smem;
   if (knob < 0 || mr_cuda_tune.force_general || cfg->moe_buf_bytes != 0 || !mr_gxs_plan(cfg, &g, &smem)) return 0;
   if (knob == 2 && op != MOEROUTE_OP_SORT) return 0;
-  return (knob > 0 || mr_gxs_auto(cfg, op)) && mr_cuda_coop_launch();
+  return (knob > 0 || mr_gxs_auto(cfg, op, seg)) && mr_cuda_coop_launch();
 }
 
 /* workspace: the barrier word (its own 256 bytes), the count matrix [G][Ep] of 16 bits, then xchg's

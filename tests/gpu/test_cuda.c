@@ -2005,17 +2005,20 @@ static void group_thresholds(void) {
       /* the gate kernel's packed rows (v21, gate.cuh mr_seg_gate_form): the filter from T*k = 65536 */
       {"ds-softmax", 8191, 1, 0},    /* 8 lanes per row: form 3 (ranks) from T = 8192 */
       {"gpt-oss-120b", 16383, 1, 0}, /* 4 lanes per row: form 2 (lists) from T = 16384 */
-      /* gxs (v24, gx.cu mr_gxs_auto; no moe_buf): the sort entry point from T*k = 49152, route's sort after the
-         gate kernel from 98304, for 4 <= k <= 10 and E >= 128, where it fits in 48 KB of shared memory on 132
-         SMs; its place form (v24) where that fits too (gx.cu mr_gxs_plan) */
+      /* gxs (v24, gx.cu mr_gxs_auto; no moe_buf): the sort entry point and route's sort after the gate kernel
+         from T*k = 49152 (route: 98304 for the rows the gate kernel segments), for 4 <= k <= 10 and E >= 128,
+         where it fits in 48 KB of shared memory on 132 SMs; its place form (v24) where that fits too (gx.cu
+         mr_gxs_plan) */
       {"ds-softmax", 6143, 1, 0},    /* sort: 49144 -> 49152 */
       {"gpt-oss-120b", 12287, 1, 0}, /* sort: 49148 -> 49152 (k = 4) */
-      {"qwen3-next", 4915, 1, 0},    /* sort: 49150 -> 49160 (E = 512, k = 10) */
+      {"qwen3-next", 4915, 1, 0},    /* sort and route: 49150 -> 49160 (E = 512, k = 10: rows not segmented) */
       {"ds-softmax", 12287, 1, 0},   /* route: 98296 -> 98304 */
       {"gpt-oss-120b", 24575, 1, 0}, /* route: 98300 -> 98304 */
-      {"kimi-k2", 12287, 1, 0},      /* route (sigmoid rows with bias: the gate kernel + gxs) */
-      {"glm-4.5", 12287, 1, 0},      /* (E = 160) */
-      {"odd-257", 10922, 1, 0},      /* (E = 257, k = 9: 98298 -> 98307) */
+      {"kimi-k2", 6143, 1, 0},       /* route, rows not segmented (sigmoid with bias): 49144 -> 49152 */
+      {"deepseek-r1", 6143, 1, 0},   /* (grouped sigmoid rows) */
+      {"glm-4.5", 6143, 1, 0},       /* (E = 160) */
+      {"odd-257", 5461, 1, 0},       /* (E = 257, k = 9: 49149 -> 49158) */
+      {"qwen3", 12287, 1, 0},        /* route, segmented rows, E = 128 k = 8: 98296 -> 98304 */
       {"olmoe", 12287, 1, 0},        /* (E = 64 < 128: the paths before it on both sides) */
       {"qwen3-next", 29568, 1, 0},   /* E = 512: place with the entries in shared memory up to T = 29568, ... */
       {"qwen3-next", 42240, 1, 0},   /* ... place up to 42240 (the entries re-read from topk_ids), ... */
