@@ -1,6 +1,7 @@
 /*
  * gx.cu - route in one cooperative launch over the grid for middle T (gx: v22, session 24; perf-log
- * v22, design.md 37), and the sort in one cooperative launch (gxs: v23, session 25; design.md 38, below).
+ * v22, design.md 37), and the sort in one cooperative launch (gxs: v23 - v24, sessions 25 - 26; design.md
+ * 38, below).
  * Lab calls 57 - 60 built and measured gx as dev/gx_lab.cu (TR form, segment rows).
  *
  * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
@@ -381,7 +382,7 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
 }
 
 /* ======================================================================== */
-/* gxs: the sort in one cooperative launch over the grid (v23)              */
+/* gxs: the sort in one cooperative launch over the grid (v23 - v24)        */
 /* ======================================================================== */
 /*
  * The sort entry point's (and route's, after the gate kernel) answer to the large sort's three
@@ -402,6 +403,15 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
  *      ascending token order inside each expert, then ascending slot (a duplicate's ranks by
  *      comparison), the same bits as every sort; padding and block ids of experts c + G j; CTA 0
  *      the totals.
+ * v24 (session 26, perf-log v24, both on by default):
+ *   place (knob gxs_place): between B's arrival at the barrier and its wait, the CTA scans its counts
+ *      over the experts (local starts) and writes each entry's index at local start + rank into a
+ *      16-bit order array; D then stores in that order (thread j: local position j), so that a warp's
+ *      stores are runs of consecutive positions, not a sector per entry (5.8 of 17.3 us at
+ *      DeepSeek-R1 T = 16384 were those stores, lab call 68's probe 5).
+ *   xchg (knob gxs_xchg): C by columns: warp w of CTA c prefixes the column of expert c + G (w + 16 j)
+ *      over the rows into a [G][Ep] matrix of 32-bit counts before each CTA and a total per expert; a
+ *      second grid barrier; each CTA reads its own row and the totals, not the whole matrix.
  * No moe_buf (P clears it beside the large sort's phases). Shared memory stays below 48 KB (no
  * opt-in attribute: cudaFuncSetAttribute is not a stream operation and is avoided during capture).
  */
