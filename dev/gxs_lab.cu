@@ -278,10 +278,11 @@ static int check_case(const char* model, int T, int mask_pct, cudaStream_t s) {
 }
 
 /* gxs's v24 forms: f = 0 none, 1 place, 2 xchg, 3 both (the knobs at -1 / 1); -1 the defaults */
-static const char* form_name[4] = {"none", "place", "xchg", "both"};
-static void set_form(int f) {
-  mr_cuda_tune.gxs_place = f < 0 ? 0 : (f & 1) ? 1 : -1;
-  mr_cuda_tune.gxs_xchg = f < 0 ? 0 : (f & 2) ? 1 : -1;
+static const char* form_name[5] = {"none", "place", "xchg", "both", "both, lean barriers"};
+static void set_form(int f) { /* f = 4: both, and the lean grid barriers (knob gx_lean_bar, v24b) */
+  mr_cuda_tune.gxs_place = f < 0 ? 0 : (f & 1) || f == 4 ? 1 : -1;
+  mr_cuda_tune.gxs_xchg = f < 0 ? 0 : (f & 2) || f == 4 ? 1 : -1;
+  mr_cuda_tune.gx_lean_bar = f == 4 ? 1 : f < 0 ? 0 : -1;
 }
 
 static double time_op(Case* c, int op, int knob, cudaStream_t s) {
@@ -340,7 +341,8 @@ int main(int argc, char** argv) {
   }
   const int nck = quick ? 3 : (int)(sizeof checks / sizeof checks[0]);
   if (quick) do_time = 0;
-  for (int f = 0; do_check && f < 4; ++f) { /* gxs's v24 forms: none, place, xchg, both (knobs gxs_place, gxs_xchg) */
+  for (int f = 0; do_check && f < 5; ++f) { /* gxs's v24 forms: none, place, xchg, both (knobs gxs_place, gxs_xchg),
+                                                both with the lean barriers (gx_lean_bar) */
     set_form(f);
     for (int m = 0; m < nm; ++m)
       for (int j = 0; j < nck; ++j)
@@ -361,17 +363,19 @@ int main(int argc, char** argv) {
         const double sb = time_op(&c, 1, -1, s), sg = time_op(&c, 1, 2, s);
         const double ga = time_op(&c, 2, 0, s);
         /* gxs's v24 forms (knobs gxs_place, gxs_xchg): the sort by each, route by both */
-        double sf[4], rf3;
-        for (int f = 0; f < 4; ++f) {
+        double sf[5], rf3, rf4;
+        for (int f = 0; f < 5; ++f) {
           set_form(f);
           sf[f] = time_op(&c, 1, 2, s);
         }
         set_form(3);
         rf3 = time_op(&c, 0, 1, s);
+        set_form(4);
+        rf4 = time_op(&c, 0, 1, s);
         set_form(-1);
         /* the outputs after timing: the last calls were route's; sort once more by each form and check */
         int bad = 0;
-        for (int f = 0; f < 4; ++f) {
+        for (int f = 0; f < 5; ++f) {
           set_form(f);
           mr_cuda_tune.gxs = 2;
           poison(&c, 2);
@@ -384,8 +388,8 @@ int main(int argc, char** argv) {
         set_form(-1);
         printf("gxs %-20s T=%6d  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  (route %.3f, sort %.3f)%s\n", models[m], ts[j],
                rb, rg, sb, sg, ga, rg / rb, sg / sb, bad ? "  WRONG" : "");
-        printf("   v24 sort by form: none %.2f | place %.2f | xchg %.2f | both %.2f; route with both %.2f\n", sf[0],
-               sf[1], sf[2], sf[3], rf3);
+        printf("   v24 sort by form: none %.2f | place %.2f | xchg %.2f | both %.2f | both, lean barriers %.2f; route "
+               "with both %.2f, with lean barriers %.2f\n", sf[0], sf[1], sf[2], sf[3], sf[4], rf3, rf4);
         for (int f = 0; probes && f < 4; f += 3) { /* the sort by gxs, returning at each probe point (outputs
                                                       wrong; sorted again before the next case) */
           double pr[6];

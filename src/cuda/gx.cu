@@ -98,6 +98,29 @@ __device__ __forceinline__ void mr_gx_grid_wait(uint32_t* bar, uint32_t target) 
   } while (v < target);
   __threadfence();
 }
+/* gxs's lean form (knob gx_lean_bar, v24b lab form): the arrival a release reduction without the full fence
+ * before it nor a returned value, the wait acquire loads without the fence after them; the CTA's other
+ * threads are ordered by the __syncthreads around thread 0 (bar.sync), as in the plain form. */
+template <bool LEAN>
+__device__ __forceinline__ void mr_gx_grid_arrive_x(uint32_t* bar) {
+  if constexpr (!LEAN) {
+    mr_gx_grid_arrive(bar);
+  } else {
+    mr_pdl_wait();
+    asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
+  }
+}
+template <bool LEAN>
+__device__ __forceinline__ void mr_gx_grid_wait_x(uint32_t* bar, uint32_t target) {
+  if constexpr (!LEAN) {
+    mr_gx_grid_wait(bar, target);
+  } else {
+    uint32_t v;
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(bar) : "memory");
+    } while (v < target);
+  }
+}
 __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t G) {
   if (threadIdx.x == 0) {
     mr_gx_grid_arrive(bar);
@@ -457,6 +480,7 @@ __host__ __device__ __forceinline__ size_t mr_gxs_smem(uint32_t E, uint32_t R, u
          (place ? 4u * E + 2u * R * k : 0u);
 }
 
+template <bool LEAN>
 __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
     mr_gxs_sort_kernel(const int32_t* __restrict__ ids, const float* __restrict__ wts,
                        const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_gxs_k a) {
@@ -516,7 +540,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   if (a.place) {
     /* arrive; then, while the other CTAs arrive, each placed entry at its CTA-local sorted position
      * (its expert's local start + its rank: the same ranks as D's) */
-    if (tid == 0) mr_gx_grid_arrive(a.bar);
+    if (tid == 0) mr_gx_grid_arrive_x<LEAN>(a.bar);
     unsigned long long lt;
     const uint32_t lv = tid < E ? (uint32_t)crow[tid] : 0u;
     const uint32_t lrun = (uint32_t)mr_cta_excl_scan64<MR_GXS_WARPS>(lv, s_w64, &lt); /* sort.cuh */
@@ -535,10 +559,14 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
         perm[s_lst[id] + rank] = (uint16_t)i;
       }
     }
-    if (tid == 0) mr_gx_grid_wait(a.bar, G);
+    if (tid == 0) mr_gx_grid_wait_x<LEAN>(a.bar, G);
     __syncthreads();
   } else {
-    mr_gx_grid_barrier(a.bar, G);
+    if (tid == 0) {
+      mr_gx_grid_arrive_x<LEAN>(a.bar);
+      mr_gx_grid_wait_x<LEAN>(a.bar, G);
+    }
+    __syncthreads();
   }
   if (a.probe == 3u) return;
 
@@ -574,8 +602,8 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
     }
     __syncthreads();
     if (tid == 0) {
-      mr_gx_grid_arrive(a.bar);
-      mr_gx_grid_wait(a.bar, 2u * G);
+      mr_gx_grid_arrive_x<LEAN>(a.bar);
+      mr_gx_grid_wait_x<LEAN>(a.bar, 2u * G);
     }
     __syncthreads();
     if (tid < E) {
@@ -695,6 +723,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
 /* knobs gxs_place and gxs_xchg (v24, lab forms until measured): 0 = the default (MR_GXS_PLACE, MR_GXS_XCHG),
  * 1 = on, -1 = off. The same bits either way. */
 #define MR_GXS_PLACE 1
+#define MR_GX_LEAN_BAR 0 /* knob gx_lean_bar (v24b, gxs only): not measured yet */
 #define MR_GXS_XCHG 1
 static uint32_t mr_gxs_knob(int knob, int dflt) { return knob > 0 || (knob == 0 && dflt); }
 
@@ -803,6 +832,7 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.tot = (uint32_t*)((unsigned char*)workspace + 256 + mr_gxs_ws_cnt(&g) + mr_gxs_ws_pre(&g));
   g.probe = (uint32_t)mr_cuda_tune.gxs_probe;
   g.stagger = mr_gx_stagger();
-  return mr_gx_coop_launch(mr_gxs_sort_kernel, g.G, MR_GXS_THREADS, smem, g.bar, stream, topk_ids, topk_weights, *o,
-                           g);
+  const bool lean = mr_gxs_knob(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR); /* v24b lab form: its own instantiation */
+  return mr_gx_coop_launch(lean ? mr_gxs_sort_kernel<true> : mr_gxs_sort_kernel<false>, g.G, MR_GXS_THREADS, smem,
+                           g.bar, stream, topk_ids, topk_weights, *o, g);
 }
