@@ -308,8 +308,8 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
         const size_t gx = mr_cuda_gx_workspace(cfg);
         if (gx > need) need = gx;
       }
-      /* gxs after the gate kernel (v23): its barrier word and count matrix, or the general sort's
-       * workspace where the device refuses the cooperative launch, then the top-k at the end */
+      /* gxs after the gate kernel (v23 - v24): its barrier word, count matrix, prefixes and totals, or the
+       * general sort's workspace where the device refuses the cooperative launch, then the top-k at the end */
       if (mr_cuda_gxs_takes(cfg, MOEROUTE_OP_ROUTE, 0)) { /* the lower bound: the bias is not known here */
         const size_t gs = mr_cuda_gxs_workspace(cfg), gen = mr_cuda_general_sort_workspace(cfg);
         const size_t gxs = (gs > gen ? gs : gen) + 2u * mr_route_topk_half(cfg);

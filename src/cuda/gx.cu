@@ -80,7 +80,8 @@ typedef struct mr_gx_k {
   float* topk_weights;
 } mr_gx_k;
 
-/* The one grid barrier of gx and gxs, after the CTA's own __syncthreads: thread 0 first waits for the
+/* The grid barrier of gx (one) and gxs (one, split into arrive and wait by the place form, and a second
+ * for the xchg form), after the CTA's own __syncthreads: thread 0 first waits for the
  * zeroing launch's completion (its store to *bar; long past by now), then arrives and spins; the
  * CTA's threads follow it. Every CTA is resident (a cooperative launch). */
 /* Its two halves (gxs's v24 forms put CTA-local work between them): thread 0 only. */
@@ -100,7 +101,9 @@ __device__ __forceinline__ void mr_gx_grid_wait(uint32_t* bar, uint32_t target) 
 }
 /* gxs's lean form (knob gx_lean_bar, v24b lab form): the arrival a release reduction without the full fence
  * before it nor a returned value, the wait acquire loads without the fence after them; the CTA's other
- * threads are ordered by the __syncthreads around thread 0 (bar.sync), as in the plain form. */
+ * threads are ordered by the __syncthreads around thread 0 (bar.sync), as in the plain form. It holds while
+ * every arrival is an atomic on the word (no plain store to it inside the kernel) and the data exchanged
+ * through it (cnt, pre, tot) is read with __ldcg or plain loads, never the read-only path (__ldg, .nc). */
 template <bool LEAN>
 __device__ __forceinline__ void mr_gx_grid_arrive_x(uint32_t* bar) {
   if constexpr (!LEAN) {
@@ -418,7 +421,8 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
  *      its expert twice (only a sort input can): the CTA then counts and ranks its entries by
  *      comparing ids (exact, slow; it touches no other CTA's work).
  *   B. its count of every expert (16 bits: <= R k) as row c of the [G][Ep] matrix (and the running
- *      counts P[w][e] over the mask words, 16 bits), then ONE grid barrier (gx's).
+ *      counts P[w][e] over the mask words, 16 bits), then a grid barrier (gx's; v24 splits it and adds a
+ *      second, below).
  *   C. thread (col, rg) sums the 8 experts of a 16-byte column over the rows rg + NRG j (32-bit
  *      totals, and the rows before c), the NRG row groups reduced by shuffles (rg is the lane's low
  *      bits); the padded scan over the experts (64-bit: padded size low, enabled high).
@@ -736,7 +740,7 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   const int64_t sms = mr_cuda_sm_count();
   if (T < 1 || sms < 1 || E > MR_GXS_MAX_E || T >= ((int64_t)1 << 24)) return 0;
   const int64_t R = (T + sms - 1) / sms;
-  if (R * k > 65535) return 0;
+  if (R * k > 65535) return 0; /* the 16-bit counts (cnt, P) and the place form's 16-bit order array rest on it */
   memset(g, 0, sizeof *g);
   g->T = (uint32_t)T;
   g->E = (uint32_t)E;
