@@ -67,6 +67,10 @@ static int mr_gx_auto(const mr_config* cfg) {
 /* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row
  * (v23b): 0 = the default (MR_GX_STAGGER), 1 = on, -1 = off. */
 #define MR_GX_STAGGER 0
+/* knob gx_lean_bar: gx's and gxs's grid barriers without their full fences (v24b, lab form, each its own
+ * kernel instantiation): 0 = the default (MR_GX_LEAN_BAR), 1 = on, -1 = off. gxs: -1.4 us at every T in lab
+ * call 70, not yet the default (test_cuda has not run with it); gx: not measured. */
+#define MR_GX_LEAN_BAR 0
 static uint32_t mr_gx_stagger(void) {
   return mr_cuda_tune.gx_stagger > 0 || (mr_cuda_tune.gx_stagger == 0 && MR_GX_STAGGER);
 }
@@ -150,7 +154,7 @@ __host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, ui
          (size_t)(MR_GX_THREADS / (Ep / 16u)) * (Ep + Ep / 16u) * 4u;
 }
 
-template <int DT, int EPL, int L>
+template <int DT, int EPL, int L, bool LEAN>
 __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     mr_gx_route_kernel(const __grid_constant__ mr_gate_p p, const __grid_constant__ mr_sort_out o,
                        const __grid_constant__ mr_gx_k a) {
@@ -205,7 +209,11 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
     ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
   __syncthreads();
-  mr_gx_grid_barrier(a.bar, G);
+  if (tid == 0) { /* gx_grid_barrier's steps (LEAN: the lab form without full fences, knob gx_lean_bar) */
+    mr_gx_grid_arrive_x<LEAN>(a.bar);
+    mr_gx_grid_wait_x<LEAN>(a.bar, G);
+  }
+  __syncthreads();
 
   /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
    * (16 experts) over rows rg + NRG i in 16-bit lanes (<= 9 x 32 per lane), then per expert over the
@@ -370,7 +378,9 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
 
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
-  return mr_gx_coop_launch(mr_gx_route_kernel<DT, EPL, L>, g->G, MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar,
+  const bool lean = mr_cuda_tune.gx_lean_bar > 0 || (mr_cuda_tune.gx_lean_bar == 0 && MR_GX_LEAN_BAR);
+  return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, true> : mr_gx_route_kernel<DT, EPL, L, false>, g->G,
+                           MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar,
                            stream, *p, *o, *g);
 }
 
@@ -727,7 +737,6 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
 /* knobs gxs_place and gxs_xchg (v24, lab forms until measured): 0 = the default (MR_GXS_PLACE, MR_GXS_XCHG),
  * 1 = on, -1 = off. The same bits either way. */
 #define MR_GXS_PLACE 1
-#define MR_GX_LEAN_BAR 0 /* knob gx_lean_bar (v24b, gxs only): not measured yet */
 #define MR_GXS_XCHG 1
 static uint32_t mr_gxs_knob(int knob, int dflt) { return knob > 0 || (knob == 0 && dflt); }
 
