@@ -128,10 +128,13 @@ __device__ __forceinline__ void mr_gx_grid_wait_x(uint32_t* bar, uint32_t target
     } while (v < target);
   }
 }
-__device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t G) {
+/* The whole barrier (complete once the word reaches target: G, or 2 G for gxs's second); LEAN: the lab form
+ * without full fences (knob gx_lean_bar) */
+template <bool LEAN>
+__device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t target) {
   if (threadIdx.x == 0) {
-    mr_gx_grid_arrive(bar);
-    mr_gx_grid_wait(bar, G);
+    mr_gx_grid_arrive_x<LEAN>(bar);
+    mr_gx_grid_wait_x<LEAN>(bar, target);
   }
   __syncthreads();
 }
@@ -209,11 +212,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
     ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
   __syncthreads();
-  if (tid == 0) { /* gx_grid_barrier's steps (LEAN: the lab form without full fences, knob gx_lean_bar) */
-    mr_gx_grid_arrive_x<LEAN>(a.bar);
-    mr_gx_grid_wait_x<LEAN>(a.bar, G);
-  }
-  __syncthreads();
+  mr_gx_grid_barrier<LEAN>(a.bar, G);
 
   /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
    * (16 experts) over rows rg + NRG i in 16-bit lanes (<= 9 x 32 per lane), then per expert over the
@@ -576,11 +575,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
     if (tid == 0) mr_gx_grid_wait_x<LEAN>(a.bar, G);
     __syncthreads();
   } else {
-    if (tid == 0) {
-      mr_gx_grid_arrive_x<LEAN>(a.bar);
-      mr_gx_grid_wait_x<LEAN>(a.bar, G);
-    }
-    __syncthreads();
+    mr_gx_grid_barrier<LEAN>(a.bar, G);
   }
   if (a.probe == 3u) return;
 
@@ -615,11 +610,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
       if (lane == 31u) __stcg(a.tot + e, inc);
     }
     __syncthreads();
-    if (tid == 0) {
-      mr_gx_grid_arrive_x<LEAN>(a.bar);
-      mr_gx_grid_wait_x<LEAN>(a.bar, 2u * G);
-    }
-    __syncthreads();
+    mr_gx_grid_barrier<LEAN>(a.bar, 2u * G);
     if (tid < E) {
       cn = __ldcg(a.tot + tid);
       bf = __ldcg(a.pre + (size_t)c * Ep + tid);
