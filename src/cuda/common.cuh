@@ -429,8 +429,8 @@ typedef struct mr_cuda_tuning {
                             prefixes, a second grid barrier, then each CTA reads its own row and the totals
                             (instead of every CTA reading the whole count matrix): 0 = the default (gx.cu
                             MR_GXS_XCHG), 1 = on, -1 = off. The same bits either way */
-  int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b, lab form): the arrival a
-                            red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, off),
+  int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
+                            red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;

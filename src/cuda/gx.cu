@@ -67,10 +67,15 @@ static int mr_gx_auto(const mr_config* cfg) {
 /* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row
  * (v23b): 0 = the default (MR_GX_STAGGER), 1 = on, -1 = off. */
 #define MR_GX_STAGGER 0
-/* knob gx_lean_bar: gx's and gxs's grid barriers without their full fences (v24b, lab form, each its own
+/* knob gx_lean_bar: gx's and gxs's grid barriers without their full fences (v24b, each form its own
  * kernel instantiation): 0 = the default (MR_GX_LEAN_BAR), 1 = on, -1 = off. gxs: -1.4 us at every T in lab
- * call 70, not yet the default (test_cuda has not run with it); gx: not measured. */
-#define MR_GX_LEAN_BAR 0
+ * call 70; on by default from session 27 (lab call 71 timed gx's form too, results run 39 tested it). The
+ * barrier's word is only ever touched by red.release / ld.acquire at gpu scope (and the zeroing memset before the
+ * launch), so the release after __syncthreads orders the whole CTA's earlier writes before the arrival, and the
+ * acquire spin plus __syncthreads orders every later read after it: the fences were redundant. */
+#ifndef MR_GX_LEAN_BAR
+#define MR_GX_LEAN_BAR 1
+#endif
 static uint32_t mr_gx_stagger(void) {
   return mr_cuda_tune.gx_stagger > 0 || (mr_cuda_tune.gx_stagger == 0 && MR_GX_STAGGER);
 }
@@ -103,7 +108,7 @@ __device__ __forceinline__ void mr_gx_grid_wait(uint32_t* bar, uint32_t target) 
   } while (v < target);
   __threadfence();
 }
-/* gxs's lean form (knob gx_lean_bar, v24b lab form): the arrival a release reduction without the full fence
+/* The lean form (knob gx_lean_bar, v24b; the default since session 27): the arrival a release reduction without the full fence
  * before it nor a returned value, the wait acquire loads without the fence after them; the CTA's other
  * threads are ordered by the __syncthreads around thread 0 (bar.sync), as in the plain form. It holds while
  * every arrival is an atomic on the word (no plain store to it inside the kernel) and the data exchanged
@@ -128,7 +133,7 @@ __device__ __forceinline__ void mr_gx_grid_wait_x(uint32_t* bar, uint32_t target
     } while (v < target);
   }
 }
-/* The whole barrier (complete once the word reaches target: G, or 2 G for gxs's second); LEAN: the lab form
+/* The whole barrier (complete once the word reaches target: G, or 2 G for gxs's second); LEAN: the form
  * without full fences (knob gx_lean_bar) */
 template <bool LEAN>
 __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t target) {
@@ -836,7 +841,7 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.tot = (uint32_t*)((unsigned char*)workspace + 256 + mr_gxs_ws_cnt(&g) + mr_gxs_ws_pre(&g));
   g.probe = (uint32_t)mr_cuda_tune.gxs_probe;
   g.stagger = mr_gx_stagger();
-  const bool lean = mr_gxs_knob(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR); /* v24b lab form: its own instantiation */
+  const bool lean = mr_gxs_knob(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR); /* v24b: each form its own instantiation */
   return mr_gx_coop_launch(lean ? mr_gxs_sort_kernel<true> : mr_gxs_sort_kernel<false>, g.G, MR_GXS_THREADS, smem,
                            g.bar, stream, topk_ids, topk_weights, *o, g);
 }
