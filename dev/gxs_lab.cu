@@ -15,7 +15,10 @@
  *
  * Build (after the library):
  *   nvcc -O3 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu build/libmoeroute.a -o gxs_lab
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--ts 1024,4096,...] [--models a,b]
+ * 3. --tail (v25, knob clear_tail): route and sort with a moe_buf, the clear inside the routing's launches
+ *    against the clear as a launch of its own after gx / gxs: checked (outputs word for word, the sort against
+ *    the CPU, moe_buf zero) and timed beside a memset of the same buffer (tail_case below).
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail] [--ts 1024,4096,...] [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -46,6 +49,8 @@ static void out_ptrs(Case* c) {
   memcpy(c->out, o, sizeof o);
 }
 
+static int g_with_buf = 0; /* --tail: setup gives the case a moe_buf [T, model_dim] bf16 */
+
 static int setup(Case* c, const char* model, int T, int mask_pct, uint64_t seed) {
   memset(c, 0, sizeof *c);
   const moeroute_preset* pr = moeroute_preset_find(model);
@@ -56,6 +61,10 @@ static int setup(Case* c, const char* model, int T, int mask_pct, uint64_t seed)
   c->p.unit_size = 32;
   c->p.logits_dtype = MOEROUTE_DTYPE_BF16;
   moeroute_buffers_init(&c->b);
+  if (g_with_buf) {
+    c->p.moe_buf_bytes = (size_t)T * (size_t)pr->model_dim * 2u;
+    c->b.moe_buf = lab_dalloc(c->p.moe_buf_bytes);
+  }
   if (moeroute_get_sizes(&c->p, &c->sz) != MOEROUTE_OK) return -1;
   const int E = c->p.num_experts;
   uint64_t st = seed;
@@ -117,6 +126,7 @@ static void release(Case* c) {
   cudaFree((void*)c->b.expert_mask);
   for (int i = 0; i < NOUT; ++i) cudaFree(c->out[i]);
   cudaFree(c->b.workspace);
+  cudaFree(c->b.moe_buf);
 }
 
 /* (on the legacy stream, which the lab's non-blocking stream does not wait for: finished before the call;
@@ -308,8 +318,102 @@ static double time_op(Case* c, int op, int knob, cudaStream_t s) {
   return us;
 }
 
+/* --tail (v25, knob clear_tail): route and sort WITH a moe_buf [T, model_dim] bf16, the clear inside the
+ * routing's launches (clear_tail = -1) against the clear as a launch of its own after gx / gxs (1): every
+ * output word for word between the two, the sort's also against the CPU sort, moe_buf all zero after each
+ * (poisoned before); then the kernel metric (50 calls in one graph, median of 9) of route + buf and sort +
+ * buf by each, a cudaMemsetAsync of the same moe_buf alone, and route without the moe_buf. */
+static int buf_is_zero(const Case* c) {
+  const size_t n = c->p.moe_buf_bytes, chunk = (size_t)64 << 20;
+  unsigned char* h = (unsigned char*)malloc(chunk);
+  int zero = 1;
+  for (size_t off = 0; off < n && zero; off += chunk) {
+    const size_t nb = n - off < chunk ? n - off : chunk;
+    CK(cudaMemcpy(h, (const unsigned char*)c->b.moe_buf + off, nb, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < nb; ++i)
+      if (h[i]) {
+        printf("   moe_buf byte %zu is 0x%02x\n", off + i, h[i]);
+        zero = 0;
+        break;
+      }
+  }
+  free(h);
+  return zero;
+}
+static double time_calls(Case* c, int op, cudaStream_t s) { /* op 0 route, 1 sort, 2 memset of moe_buf */
+  const int calls = 50;
+  cudaGraph_t g;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < calls; ++i) {
+    if (op == 2) {
+      CK(cudaMemsetAsync(c->b.moe_buf, 0, c->p.moe_buf_bytes, s));
+      continue;
+    }
+    const moeroute_status st = op == 0 ? moeroute_cuda_route(&c->p, &c->b, s) : moeroute_cuda_sort(&c->p, &c->b, s);
+    if (st != MOEROUTE_OK) {
+      printf("timing call failed: %s\n", moeroute_last_error());
+      exit(2);
+    }
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  return lab_graph_us(g, calls, 9, 2, s);
+}
+static int tail_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
+  Case c;
+  g_with_buf = 1;
+  const int rc = setup(&c, model, T, 0, 0x7a11u + (uint64_t)T);
+  g_with_buf = 0;
+  if (rc != 0) {
+    printf("tail %s T=%d: setup failed\n", model, T);
+    return 1;
+  }
+  int bad = 0;
+  uint32_t** h[2][2] = {{NULL, NULL}, {NULL, NULL}}; /* [route, sort][off, on] */
+  for (int f = 0; f < 2; ++f) {
+    mr_cuda_tune.clear_tail = f ? 1 : -1;
+    poison(&c, 0);
+    CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
+    bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+    if (do_check && !buf_is_zero(&c)) ++bad;
+    h[0][f] = fetch(&c, 0);
+    /* the sort from the top-k route left (the same in both forms: compared below) */
+    poison(&c, 2);
+    CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
+    bad += run_op(&c, MOEROUTE_OP_SORT, s);
+    if (do_check && !buf_is_zero(&c)) ++bad;
+    h[1][f] = fetch(&c, 2);
+    if (f == 1) bad += cpu_check(&c, h[1][1]);
+  }
+  bad += cmp("route + buf, tail vs inside", h[0][1], h[0][0], c.len, 0);
+  bad += cmp("sort + buf, tail vs inside", h[1][1], h[1][0], c.len, 2);
+  for (int i = 0; i < 2; ++i)
+    for (int f = 0; f < 2; ++f) free_h(h[i][f]);
+  if (do_time) {
+    double r[2], so[2];
+    for (int f = 0; f < 2; ++f) {
+      mr_cuda_tune.clear_tail = f ? 1 : -1;
+      r[f] = time_calls(&c, 0, s);
+      so[f] = time_calls(&c, 1, s);
+    }
+    mr_cuda_tune.clear_tail = 0;
+    const double ms = time_calls(&c, 2, s);
+    const size_t nb = c.p.moe_buf_bytes;
+    c.p.moe_buf_bytes = 0;
+    const double rn = time_calls(&c, 0, s);
+    c.p.moe_buf_bytes = nb;
+    printf("tail %-20s T=%6d  route+buf inside %8.2f  tail %8.2f | sort+buf inside %8.2f  tail %8.2f | memset %8.2f"
+           " | route w/o buf %7.2f | route+buf / memset %.3f -> %.3f%s\n", model, T, r[0], r[1], so[0], so[1], ms, rn,
+           r[0] / ms, r[1] / ms, bad ? "  WRONG" : "");
+  } else {
+    printf("tail check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
+  }
+  mr_cuda_tune.clear_tail = 0;
+  release(&c);
+  return bad != 0;
+}
+
 int main(int argc, char** argv) {
-  int do_time = 1, quick = 0, probes = 0, do_check = 1;
+  int do_time = 1, quick = 0, probes = 0, do_check = 1, tail = 0;
   int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
   const char* models[8] = {"deepseek-r1-softmax", "gpt-oss-120b", "kimi-k2", "qwen3-next"};
   int nm = 4;
@@ -318,6 +422,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--no-check")) do_check = 0; /* timing only (the timed outputs are still checked) */
     if (!strcmp(argv[i], "--quick")) quick = 1; /* the sanitizers' set: T = 5, 2048, 4097, no timing */
     if (!strcmp(argv[i], "--probes")) probes = 1; /* gxs's phases timed by its probes (outputs wrong) */
+    if (!strcmp(argv[i], "--tail")) tail = 1;     /* v25: moe_buf by a launch of its own (knob clear_tail) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
@@ -333,6 +438,19 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   int fails = 0;
+  if (tail) { /* --tail alone: its checks and (unless --no-time) its timing at each T of --ts */
+    if (quick) { /* the sanitizers' set: gx's route (2048) and gxs's sort and route (6500) */
+      nm = 1;
+      nts = 2;
+      ts[0] = 2048;
+      ts[1] = 6500;
+    }
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nts; ++j) fails += tail_case(models[m], ts[j], do_check, do_time && !quick, s);
+    CK(cudaStreamDestroy(s));
+    printf("gxs lab --tail: %d failure(s)\n", fails);
+    return fails ? 1 : 0;
+  }
   const int checks[] = {1, 5, 133, 1000, 2048, 4097, 16384, 40000}, qchecks[] = {5, 2048, 4097}; /* 2048: route's
                                                                                                  default is gx */
   const int* ck = quick ? qchecks : checks;

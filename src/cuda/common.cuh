@@ -432,6 +432,11 @@ typedef struct mr_cuda_tuning {
   int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
                             red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */
+  int clear_tail;        /* moe_buf cleared by a launch of its own after the routing (v25, gx.cu
+                            mr_cuda_launch_clear_tail), where the call without the moe_buf takes gx or gxs: those
+                            cooperative launches let the next launch start as soon as they are resident, so the
+                            clear comes up beside them: 0 = the default (gx.cu MR_CLEAR_TAIL), 1 = on there,
+                            -1 = off (the paths with a moe_buf). The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -564,6 +569,11 @@ cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a,
  * bytes (0 where it cannot run); the launch returns cudaErrorCooperativeLaunchTooLarge when the device
  * refuses it (then the caller takes the other paths). */
 int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
+/* v25: whether knob clear_tail (with gx.cu's default) has moe_buf cleared by mr_cuda_launch_clear_tail */
+int mr_cuda_clear_tail_on(void);
+/* v25: zero moe_buf (bytes at buf) in a launch of its own, after the routing's last launch on the stream
+ * (PDL: it comes up while that launch runs; it completes only after it) */
+cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, cudaStream_t stream);
 size_t mr_cuda_gxs_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                     const float* topk_weights, void* workspace, cudaStream_t stream);

@@ -282,7 +282,7 @@ static void mr_route_topk_bufs(const mr_config* cfg, const moeroute_buffers* b, 
   *wts = b->topk_weights ? b->topk_weights : (float*)(at + mr_route_topk_half(cfg));
 }
 
-static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
+static size_t mr_cuda_workspace_one(moeroute_op op, const mr_config* cfg) {
   switch (op) {
     case MOEROUTE_OP_ROUTE:
     { /* the pair's (or the mid pair's) top-k: reserved whenever either fits, whether
@@ -329,6 +329,42 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
     default:
       return 0;
   }
+}
+/* With a moe_buf, also what the same call without one needs: where the clear runs as a launch of its
+ * own (v25, mr_clear_tail_takes) the routing is the call without it. Reserved whatever the knob, so
+ * the size depends on the configuration alone. */
+static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
+  const size_t need = mr_cuda_workspace_one(op, cfg);
+  if (cfg->moe_buf_bytes == 0) return need;
+  mr_config c = *cfg;
+  c.moe_buf_bytes = 0;
+  const size_t bare = mr_cuda_workspace_one(op, &c);
+  return bare > need ? bare : need;
+}
+
+/* v25 (knob clear_tail, gx.cu MR_CLEAR_TAIL): route or sort with a moe_buf runs as the same call without
+ * one, then clears moe_buf by a launch of its own (mr_cuda_launch_clear_tail), where that call takes gx or
+ * gxs: their cooperative launches let the clear come up beside them at once. Elsewhere the clear stays
+ * inside the routing's launches (the other paths' first CTAs or P's clearing warps). */
+static int mr_clear_tail_takes(moeroute_op op, const mr_config* cfg, const mr_gate_args* ga,
+                               const moeroute_buffers* b) {
+  if (cfg->moe_buf_bytes == 0 || cfg->num_tokens == 0 || !mr_ws_aligned16(b) || !mr_cuda_clear_tail_on()) return 0;
+  mr_config c = *cfg;
+  c.moe_buf_bytes = 0;
+  if (op == MOEROUTE_OP_SORT) return mr_cuda_gxs_takes(&c, MOEROUTE_OP_SORT, 0);
+  return mr_cuda_gx_takes(&c, ga) || mr_cuda_gxs_takes(&c, MOEROUTE_OP_ROUTE, mr_cuda_gate_segmented(&c, ga));
+}
+/* Takes the moe_buf out of the call (cfg, o) into *buf / *bytes where mr_clear_tail_takes says so */
+static void mr_clear_tail_split(moeroute_op op, mr_config* cfg, const mr_gate_args* ga, const moeroute_buffers* b,
+                                mr_sort_out* o, unsigned char** buf, size_t* bytes) {
+  *buf = NULL;
+  *bytes = 0;
+  if (!mr_clear_tail_takes(op, cfg, ga, b)) return;
+  *buf = o->moe_buf;
+  *bytes = o->moe_buf_bytes;
+  cfg->moe_buf_bytes = 0;
+  o->moe_buf = NULL;
+  o->moe_buf_bytes = 0;
 }
 
 static moeroute_status mr_cuda_fail_launch(const char* fn, cudaError_t err) {
@@ -404,6 +440,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_sort_out so;
   mr_cuda_gate_args_init(&cfg, buffers->logits, buffers->bias, &ga);
   mr_cuda_sort_out_init(&cfg, buffers, &so);
+  unsigned char* tail_buf;
+  size_t tail_bytes;
+  mr_clear_tail_split(MOEROUTE_OP_ROUTE, &cfg, &ga, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
   cudaError_t err = cudaSuccess;
   /* gx (v22): one cooperative launch over the grid at middle T; on a refused cooperative launch the
    * other paths below */
@@ -491,6 +530,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
      * memory); mr_l_route_as_chain in large.cu */
     err = mr_cuda_launch_large_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
   }
+  if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, s);
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   return MOEROUTE_OK;
 }
@@ -523,6 +563,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   const cudaStream_t s = (cudaStream_t)stream;
   const float* wts = so.sorted_weights ? buffers->topk_weights : NULL;
+  unsigned char* tail_buf;
+  size_t tail_bytes;
+  mr_clear_tail_split(MOEROUTE_OP_SORT, &cfg, NULL, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
   cudaError_t err = cudaErrorCooperativeLaunchTooLarge;
   /* gxs (v23): one cooperative launch over the grid; on a refused cooperative launch the other paths */
   if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT, 0))
@@ -539,6 +582,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
     err = mr_cuda_launch_mid_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else
     err = mr_cuda_launch_general_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
+  if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, s);
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   return MOEROUTE_OK;
 }

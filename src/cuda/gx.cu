@@ -380,6 +380,53 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
   return cudaSuccess;
 }
 
+/* ---- v25: moe_buf cleared by a launch of its own after gx / gxs (knob clear_tail) ----------------
+ * gx's and gxs's CTAs let the next launch start (griddepcontrol.launch_dependents) as their first
+ * instruction, and their cooperative grids are resident as soon as they start; so a clear launched
+ * after them with PDL comes up beside them at once, on the registers, threads and shared memory they
+ * leave free (gxs: 512 threads of ~108 registers per SM; gx: 256 threads), and takes every SM once they
+ * are done: the routing runs under the clear instead of before or beside a clear inside it. It is safe
+ * to start early: it can start only after gx's / gxs's zeroing launch let it (that launch triggers after
+ * its griddepcontrol.wait, so every earlier launch on the stream, the caller's included, is complete:
+ * nothing still reads moe_buf). It waits for its predecessor at its end, so it completes only after the
+ * routing has: whatever follows on the stream sees the whole call done. Without PDL it runs after the
+ * routing, as a plain launch. Where a cooperative launch was refused, the paths that ran instead come
+ * after the same zeroing launch. 16-byte streaming stores, four per thread per pass (mr_clear_bytes),
+ * 128-thread CTAs (small enough to fit beside gxs), at most MR_TAIL_CTAS_PER_SM per SM. */
+#ifndef MR_CLEAR_TAIL
+#define MR_CLEAR_TAIL 1
+#endif
+#define MR_TAIL_THREADS 128
+#define MR_TAIL_CTAS_PER_SM 8
+extern "C" int mr_cuda_clear_tail_on(void) {
+  return mr_cuda_tune.clear_tail > 0 || (mr_cuda_tune.clear_tail == 0 && MR_CLEAR_TAIL);
+}
+
+__global__ void __launch_bounds__(MR_TAIL_THREADS) mr_clear_tail_kernel(unsigned char* buf, size_t bytes) {
+  mr_clear_bytes(buf, bytes, (size_t)blockIdx.x * MR_TAIL_THREADS + threadIdx.x,
+                 (size_t)gridDim.x * MR_TAIL_THREADS);
+  mr_pdl_wait(); /* complete only after the routing launch before it */
+}
+
+extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, cudaStream_t stream) {
+  if (bytes == 0) return cudaSuccess;
+  const size_t per_cta = (size_t)MR_TAIL_THREADS * 16u * 4u; /* one pass */
+  size_t n = (bytes + per_cta - 1u) / per_cta;
+  const size_t cap = (size_t)mr_cuda_sm_count() * MR_TAIL_CTAS_PER_SM;
+  if (n > cap) n = cap;
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)n, MR_TAIL_THREADS, 0, stream);
+  cudaLaunchAttribute at;
+  memset(&at, 0, sizeof at);
+  at.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at.val.programmaticStreamSerializationAllowed = 1;
+  if (mr_cuda_pdl_on()) {
+    lc.attrs = &at;
+    lc.numAttrs = 1;
+  }
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_clear_tail_kernel, buf, bytes));
+  return cudaSuccess;
+}
+
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_cuda_tune.gx_lean_bar > 0 || (mr_cuda_tune.gx_lean_bar == 0 && MR_GX_LEAN_BAR);
@@ -790,11 +837,17 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
  *     T = 6144 35.84 / 34.07, 4096 27.09 / 27.04; grouped DeepSeek-R1 6144 26.25 / 26.03; Qwen3-Next from
  *     T = 3072, 4096 20.59 / 19.41). Results run 37 had route at 98304 for every row: Kimi-K2 and Qwen3-Next at
  *     T = 8192 were then 3.6% / 6% slower than the chain (the gate kernel + gxs's sort).
+ *   v24b (the lean barriers, -1.4 us on every gxs call; session 27): results run 39 had DeepSeek-R1 softmax
+ *     T = 8192 (T*k = 65536) route 14.70 us (the large path), the chain (gate kernel + gxs) 14.00; lab call
+ *     69's grid less 1.4 puts gxs ahead there (15.55 / ~14.55) and behind at 6144 (14.32 / ~15.7). So
+ *     segmented rows with E > 128 from 65536; E = 128 stays at 98304 (GPT-OSS-120B T = 16384 route 12.35,
+ *     chain 12.84 in run 39; Qwen3-235B 8192 13.04 / ~13.4).
  * E >= 128 and 4 <= k <= 10: the E and k timed (128 - 512; 4, 8, 10). v23's rule (session 25, before the
  * v24 forms) was k >= 8, E >= 256 and T*k >= 393216 (327680 for E > 256). */
 #define MR_GXS_AUTO 1
 #define MR_GXS_MIN_N_SORT 49152
-#define MR_GXS_MIN_N_ROUTE 98304 /* segmented rows */
+#define MR_GXS_MIN_N_ROUTE 98304      /* segmented rows, E <= 128 */
+#define MR_GXS_MIN_N_ROUTE_E256 65536 /* segmented rows, E > 128 (v24b's lean barriers: results run 39) */
 #define MR_GXS_MIN_K 4
 #define MR_GXS_MAX_K 10
 #define MR_GXS_MIN_E 128
@@ -802,7 +855,9 @@ static int mr_gxs_auto(const mr_config* cfg, moeroute_op op, int seg) {
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
   return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && cfg->top_k <= MR_GXS_MAX_K &&
          cfg->num_experts >= MR_GXS_MIN_E &&
-         n >= (op == MOEROUTE_OP_ROUTE && seg ? MR_GXS_MIN_N_ROUTE : MR_GXS_MIN_N_SORT);
+         n >= (op != MOEROUTE_OP_ROUTE || !seg   ? MR_GXS_MIN_N_SORT
+               : cfg->num_experts > 128 ? MR_GXS_MIN_N_ROUTE_E256
+                                        : MR_GXS_MIN_N_ROUTE);
 }
 /* seg: route's rows are gated by segments (mr_cuda_gate_segmented); 0 where unknown (route's workspace
  * query, which cannot see the bias pointer: the lower bound, so it reserves wherever gxs may take) */

@@ -2003,16 +2003,16 @@ static void group_thresholds(void) {
       {"qwen3-next", 5, 0, 32},      /* (E = 512: C = 8 from T = 6) */
       {"deepseek-v2-lite", 21, 0, 32}, /* fp32-key rows a warp per row, every T: up to T*k = 128 (126 -> 132) */
       /* the gate kernel's packed rows (v21, gate.cuh mr_seg_gate_form): the filter from T*k = 65536 */
-      {"ds-softmax", 8191, 1, 0},    /* 8 lanes per row: form 3 (ranks) from T = 8192 */
+      {"ds-softmax", 8191, 1, 0},    /* 8 lanes per row: form 3 (ranks) from T = 8192; route by gxs (below) too */
       {"gpt-oss-120b", 16383, 1, 0}, /* 4 lanes per row: form 2 (lists) from T = 16384 */
       /* gxs (v24, gx.cu mr_gxs_auto; no moe_buf): the sort entry point and route's sort after the gate kernel
-         from T*k = 49152 (route: 98304 for the rows the gate kernel segments), for 4 <= k <= 10 and E >= 128,
+         from T*k = 49152 (route: for the rows the gate kernel segments 65536 where E > 128, else 98304; the
+         pair at DeepSeek-R1 softmax T = 8191 / 8192 is the filter's above), for 4 <= k <= 10 and E >= 128,
          where it fits in 48 KB of shared memory on 132 SMs; its place form (v24) where that fits too (gx.cu
          mr_gxs_plan) */
       {"ds-softmax", 6143, 1, 0},    /* sort: 49144 -> 49152 */
       {"gpt-oss-120b", 12287, 1, 0}, /* sort: 49148 -> 49152 (k = 4) */
       {"qwen3-next", 4915, 1, 0},    /* sort and route: 49150 -> 49160 (E = 512, k = 10: rows not segmented) */
-      {"ds-softmax", 12287, 1, 0},   /* route: 98296 -> 98304 */
       {"gpt-oss-120b", 24575, 1, 0}, /* route: 98300 -> 98304 */
       {"kimi-k2", 6143, 1, 0},       /* route, rows not segmented (sigmoid with bias): 49144 -> 49152 */
       {"deepseek-r1", 6143, 1, 0},   /* (grouped sigmoid rows) */
@@ -2028,6 +2028,14 @@ static void group_thresholds(void) {
       {"ds-softmax", 59136, 1, 0},   /* E = 256: place with the entries kept up to T = 59136, ... */
       {"ds-softmax", 88704, 1, 0},   /* ... place up to 88704, ... */
       {"ds-softmax", 118272, 1, 0},  /* ... gxs up to 118272 */
+      /* with a moe_buf (v25, knob clear_tail): the clear by a launch of its own after the routing where the
+         call without the moe_buf takes gx or gxs (entry.cu mr_clear_tail_takes) */
+      {"ds-softmax", 1023, 2, 0},    /* gx's route from T = 1024 ... */
+      {"ds-softmax", 4096, 2, 0},    /* ... to 4096 */
+      {"ds-softmax", 6143, 2, 0},    /* gxs's sort from T*k = 49152 (route: the large path below 65536) */
+      {"ds-softmax", 8191, 2, 0},    /* route: the gate kernel + gxs from 65536 */
+      {"kimi-k2", 6143, 2, 0},       /* route, rows not segmented: 49144 -> 49152 */
+      {"qwen3-next", 50688, 2, 0},   /* gxs up to 50688 (E = 512), then the paths before it */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
