@@ -436,7 +436,8 @@ typedef struct mr_cuda_tuning {
                             mr_cuda_launch_clear_tail), where the call without the moe_buf takes gx or gxs: those
                             cooperative launches let the next launch start as soon as they are resident, so the
                             clear comes up beside them: 0 = the default (gx.cu MR_CLEAR_TAIL), 1 = on there,
-                            -1 = off (the paths with a moe_buf). The same bits either way */
+                            2 = on there with the clear split by thread (its first form, lab), -1 = off (the
+                            paths with a moe_buf). The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 
@@ -561,8 +562,10 @@ cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_gate_args* a
 int mr_cuda_gx_takes(const mr_config* cfg, const mr_gate_args* a);
 size_t mr_cuda_gx_workspace(const mr_config* cfg);
 int mr_cuda_gx_ws_reserved(const mr_config* cfg);
+/* tail: the clear after it (mr_cuda_launch_clear_tail) takes its pieces from the counter in workspace */
 cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
-                                    int32_t* topk_ids, float* topk_weights, void* workspace, cudaStream_t stream);
+                                    int32_t* topk_ids, float* topk_weights, void* workspace, int tail,
+                                    cudaStream_t stream);
 
 /* gx.cu: the sort in one cooperative launch over the grid (gxs, v23). _takes: the dispatch gives it the
  * sort entry point's call (op SORT) or route's sort after the gate kernel (op ROUTE); _workspace: its
@@ -572,11 +575,13 @@ int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
 /* v25: whether knob clear_tail (with gx.cu's default) has moe_buf cleared by mr_cuda_launch_clear_tail */
 int mr_cuda_clear_tail_on(void);
 /* v25: zero moe_buf (bytes at buf) in a launch of its own, after the routing's last launch on the stream
- * (PDL: it comes up while that launch runs; it completes only after it) */
-cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, cudaStream_t stream);
+ * (PDL: it comes up while that launch runs; it completes only after it). counter: the workspace of the gx /
+ * gxs launch before it, launched with tail = 1 (its zeroing launch zeroed the piece counter there), else
+ * NULL (a split by thread: where the device refused the cooperative launch and other paths ran) */
+cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, void* counter, cudaStream_t stream);
 size_t mr_cuda_gxs_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
-                                    const float* topk_weights, void* workspace, cudaStream_t stream);
+                                    const float* topk_weights, void* workspace, int tail, cudaStream_t stream);
 
 /* fused.cu: the one-launch route for small T*k. */
 int mr_cuda_fused_fits(const mr_config* cfg);

@@ -443,13 +443,16 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   unsigned char* tail_buf;
   size_t tail_bytes;
   mr_clear_tail_split(MOEROUTE_OP_ROUTE, &cfg, &ga, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
+  void* tail_counter = NULL; /* the workspace of gx / gxs where they ran: the clear's piece counter */
   cudaError_t err = cudaSuccess;
   /* gx (v22): one cooperative launch over the grid at middle T; on a refused cooperative launch the
    * other paths below */
   bool routed = false;
   if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gx_takes(&cfg, &ga)) {
-    err = mr_cuda_launch_gx_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
+    err = mr_cuda_launch_gx_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace,
+                                  tail_bytes != 0, s);
     routed = err != cudaErrorCooperativeLaunchTooLarge;
+    if (err == cudaSuccess) tail_counter = buffers->workspace;
   }
   if (routed) {
     /* gx ran (or failed for a reason other than the device refusing it) */
@@ -462,7 +465,10 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     mr_route_topk_bufs(&cfg, buffers, ws - 2u * mr_route_topk_half(&cfg), &ids, &wts);
     const float* sw = so.sorted_weights ? wts : NULL;
     err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    if (err == cudaSuccess) err = mr_cuda_launch_gxs_sort(&cfg, &so, ids, sw, buffers->workspace, s);
+    if (err == cudaSuccess) {
+      err = mr_cuda_launch_gxs_sort(&cfg, &so, ids, sw, buffers->workspace, tail_bytes != 0, s);
+      if (err == cudaSuccess) tail_counter = buffers->workspace;
+    }
     if (err == cudaErrorCooperativeLaunchTooLarge)
       err = mr_cuda_launch_general_sort(&cfg, &so, ids, sw, buffers->workspace, s);
   } else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_ROUTE) && mr_ws_aligned16(buffers)) {
@@ -530,7 +536,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
      * memory); mr_l_route_as_chain in large.cu */
     err = mr_cuda_launch_large_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
   }
-  if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, s);
+  if (mr_cuda_tune.clear_tail == 2) tail_counter = NULL; /* lab: the split by thread (v25's first form) */
+  if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, tail_counter, s);
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   return MOEROUTE_OK;
 }
@@ -568,8 +575,11 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   mr_clear_tail_split(MOEROUTE_OP_SORT, &cfg, NULL, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
   cudaError_t err = cudaErrorCooperativeLaunchTooLarge;
   /* gxs (v23): one cooperative launch over the grid; on a refused cooperative launch the other paths */
-  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT, 0))
-    err = mr_cuda_launch_gxs_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
+  void* tail_counter = NULL; /* the workspace of gxs where it ran: the clear's piece counter */
+  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT, 0)) {
+    err = mr_cuda_launch_gxs_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, tail_bytes != 0, s);
+    if (err == cudaSuccess) tail_counter = buffers->workspace;
+  }
   if (err != cudaErrorCooperativeLaunchTooLarge)
     ; /* gxs ran (or failed for a reason other than the device refusing it) */
   else if (mr_cuda_gtm_takes(&cfg, MOEROUTE_OP_SORT) && mr_ws_aligned16(buffers)) /* the lab's gtm sort (v16) */
@@ -582,7 +592,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
     err = mr_cuda_launch_mid_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else
     err = mr_cuda_launch_general_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
-  if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, s);
+  if (mr_cuda_tune.clear_tail == 2) tail_counter = NULL; /* lab: the split by thread (v25's first form) */
+  if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, tail_counter, s);
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   return MOEROUTE_OK;
 }

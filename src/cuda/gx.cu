@@ -83,6 +83,7 @@ static uint32_t mr_gx_stagger(void) {
 typedef struct mr_gx_k {
   uint32_t T, E, Ep, k, U, G, R;
   uint32_t stagger; /* the read-back starts at row c (knob gx_stagger): CTAs read different rows at a time */
+  uint32_t tail;    /* v25: the zeroing launch also zeroes the counter of the clear launched after this one */
   unsigned char* cnt; /* [G][Ep] count bytes (16-byte aligned) */
   uint32_t* bar;      /* the barrier word */
   int32_t* topk_ids;  /* optional */
@@ -144,9 +145,18 @@ __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t targe
   __syncthreads();
 }
 
-__global__ void mr_gx_zero_kernel(uint32_t* bar) {
+/* word of the barrier's 256 bytes that holds the piece counter of the clear after gx / gxs (v25, its own line) */
+#define MR_TAIL_NEXT 32
+__global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail) {
   mr_pdl_wait(); /* the previous call on the stream may still read it */
-  if (threadIdx.x == 0) *bar = 0u;
+  if (threadIdx.x == 0) {
+    *bar = 0u;
+    if (tail) { /* the clear after gx / gxs takes its pieces from this counter: zero, and at L2 before the
+                   launches after this one (the clear among them) can start */
+      bar[MR_TAIL_NEXT] = 0u;
+      __threadfence();
+    }
+  }
   mr_pdl_launch_dependents();
 }
 
@@ -351,7 +361,7 @@ extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
  * when the device refuses the cooperative launch: nothing was written but the barrier word. */
 template <typename KF, typename... Args>
 static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, size_t smem, uint32_t* bar,
-                                     cudaStream_t stream, Args... args) {
+                                     uint32_t tail, cudaStream_t stream, Args... args) {
   const bool pdl = mr_cuda_pdl_on() != 0;
   cudaLaunchAttribute za;
   memset(&za, 0, sizeof za);
@@ -362,7 +372,7 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
     zc.attrs = &za;
     zc.numAttrs = 1;
   }
-  MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar));
+  MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar, tail));
   cudaLaunchConfig_t lc = mr_launch_config(G, threads, smem, stream);
   cudaLaunchAttribute at[2];
   memset(at, 0, sizeof at);
@@ -397,20 +407,54 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
 #define MR_CLEAR_TAIL 1
 #endif
 #define MR_TAIL_THREADS 128
-#define MR_TAIL_CTAS_PER_SM 8
+#define MR_TAIL_CTAS_PER_SM 4
 extern "C" int mr_cuda_clear_tail_on(void) {
   return mr_cuda_tune.clear_tail > 0 || (mr_cuda_tune.clear_tail == 0 && MR_CLEAR_TAIL);
 }
 
-__global__ void __launch_bounds__(MR_TAIL_THREADS) mr_clear_tail_kernel(unsigned char* buf, size_t bytes) {
-  mr_clear_bytes(buf, bytes, (size_t)blockIdx.x * MR_TAIL_THREADS + threadIdx.x,
-                 (size_t)gridDim.x * MR_TAIL_THREADS);
+#define MR_TAIL_PIECE 1024u /* units (16 B) per piece: 16 KB */
+__global__ void __launch_bounds__(MR_TAIL_THREADS) mr_clear_tail_kernel(unsigned char* buf, size_t bytes,
+                                                                        uint32_t* next) {
+  if (next == nullptr) { /* a grid-stride split by thread */
+    mr_clear_bytes(buf, bytes, (size_t)blockIdx.x * MR_TAIL_THREADS + threadIdx.x,
+                   (size_t)gridDim.x * MR_TAIL_THREADS);
+  } else { /* 16 KB pieces of the 16-byte-aligned body in order from the counter, a warp each (as P's clearing
+              warps, large.cu: by-thread shares fixed at launch run at the pace of the SMs that hold the most
+              CTAs, and CTAs that come up beside the routing are placed unevenly); the head and the tail
+              bytes by CTA 0 */
+    const uint32_t lane = threadIdx.x & 31u;
+    size_t head = (size_t)((16u - ((uintptr_t)buf & 15u)) & 15u);
+    if (head > bytes) head = bytes;
+    const size_t units = (bytes - head) / 16u, rest = bytes - head - units * 16u;
+    uint4* body = (uint4*)(buf + head);
+    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+    if (blockIdx.x == 0) {
+      if (threadIdx.x < head) buf[threadIdx.x] = 0;
+      if (threadIdx.x < rest) buf[head + units * 16u + threadIdx.x] = 0;
+    }
+    for (;;) {
+      uint32_t j = 0u;
+      if (lane == 0) j = atomicAdd(next, 1u);
+      j = __shfl_sync(MR_FULL_MASK, j, 0);
+      const size_t u0 = (size_t)j * MR_TAIL_PIECE;
+      if (u0 >= units) break; /* warp-uniform */
+      if (u0 + MR_TAIL_PIECE <= units) {
+#pragma unroll 8
+        for (uint32_t q = 0; q < MR_TAIL_PIECE / 32u; ++q) __stcs(body + u0 + q * 32u + lane, z);
+      } else {
+        for (size_t u = u0 + lane; u < units; u += 32u) __stcs(body + u, z);
+      }
+    }
+  }
   mr_pdl_wait(); /* complete only after the routing launch before it */
 }
 
-extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, cudaStream_t stream) {
+extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, void* counter,
+                                                 cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
-  const size_t per_cta = (size_t)MR_TAIL_THREADS * 16u * 4u; /* one pass */
+  uint32_t* next = counter ? (uint32_t*)counter + MR_TAIL_NEXT : nullptr;
+  const size_t per_cta = next ? (size_t)MR_TAIL_PIECE * 16u * (MR_TAIL_THREADS / 32u)
+                              : (size_t)MR_TAIL_THREADS * 16u * 4u; /* one round */
   size_t n = (bytes + per_cta - 1u) / per_cta;
   const size_t cap = (size_t)mr_cuda_sm_count() * MR_TAIL_CTAS_PER_SM;
   if (n > cap) n = cap;
@@ -423,7 +467,7 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
     lc.attrs = &at;
     lc.numAttrs = 1;
   }
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_clear_tail_kernel, buf, bytes));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_clear_tail_kernel, buf, bytes, next));
   return cudaSuccess;
 }
 
@@ -431,7 +475,7 @@ template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_cuda_tune.gx_lean_bar > 0 || (mr_cuda_tune.gx_lean_bar == 0 && MR_GX_LEAN_BAR);
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, true> : mr_gx_route_kernel<DT, EPL, L, false>, g->G,
-                           MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar,
+                           MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar, g->tail,
                            stream, *p, *o, *g);
 }
 
@@ -440,9 +484,10 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
  * barrier word): the caller routes by the other paths. */
 extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                                int32_t* topk_ids, float* topk_weights, void* workspace,
-                                               cudaStream_t stream) {
+                                               int tail, cudaStream_t stream) {
   mr_gx_k g;
   memset(&g, 0, sizeof g);
+  g.tail = tail != 0;
   if (!mr_gx_plan(cfg, &g.R, &g.G)) return cudaErrorInvalidConfiguration;
   g.T = (uint32_t)cfg->num_tokens;
   g.E = (uint32_t)cfg->num_experts;
@@ -886,7 +931,8 @@ extern "C" size_t mr_cuda_gxs_workspace(const mr_config* cfg) {
  * cudaErrorCooperativeLaunchTooLarge when the device refuses the launch (nothing written but the
  * barrier word): the caller sorts by the other paths. */
 extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
-                                               const float* topk_weights, void* workspace, cudaStream_t stream) {
+                                               const float* topk_weights, void* workspace, int tail,
+                                               cudaStream_t stream) {
   mr_gxs_k g;
   size_t smem;
   if (!mr_gxs_plan(cfg, &g, &smem)) return cudaErrorInvalidConfiguration;
@@ -898,5 +944,5 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.stagger = mr_gx_stagger();
   const bool lean = mr_gxs_knob(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR); /* v24b: each form its own instantiation */
   return mr_gx_coop_launch(lean ? mr_gxs_sort_kernel<true> : mr_gxs_sort_kernel<false>, g.G, MR_GXS_THREADS, smem,
-                           g.bar, stream, topk_ids, topk_weights, *o, g);
+                           g.bar, tail != 0, stream, topk_ids, topk_weights, *o, g);
 }
