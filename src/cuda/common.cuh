@@ -435,7 +435,8 @@ typedef struct mr_cuda_tuning {
   int clear_tail;        /* moe_buf cleared by a launch of its own after the routing (v25, gx.cu
                             mr_cuda_launch_clear_tail), where the call without the moe_buf takes gx or gxs: those
                             cooperative launches let the next launch start as soon as they are resident, so the
-                            clear comes up beside them: 0 = the default (gx.cu MR_CLEAR_TAIL), 1 = on there,
+                            clear comes up beside them: 0 = auto (gx.cu MR_CLEAR_TAIL_MIN_N: route from T*k =
+                            262144), 1 = on there (route and sort),
                             2 = on there with the clear split by thread (its first form, lab), -1 = off (the
                             paths with a moe_buf). The same bits either way */
 } mr_cuda_tuning;
@@ -572,8 +573,9 @@ cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a,
  * bytes (0 where it cannot run); the launch returns cudaErrorCooperativeLaunchTooLarge when the device
  * refuses it (then the caller takes the other paths). */
 int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
-/* v25: whether knob clear_tail (with gx.cu's default) has moe_buf cleared by mr_cuda_launch_clear_tail */
-int mr_cuda_clear_tail_on(void);
+/* v25: whether knob clear_tail (0: gx.cu's rule) wants op's moe_buf cleared by mr_cuda_launch_clear_tail (where
+ * the call without it takes gx or gxs: entry.cu mr_clear_tail_takes) */
+int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg);
 /* v25: zero moe_buf (bytes at buf) in a launch of its own, after the routing's last launch on the stream
  * (PDL: it comes up while that launch runs; it completes only after it). counter: the workspace of the gx /
  * gxs launch before it, launched with tail = 1 (its zeroing launch zeroed the piece counter there), else

@@ -342,13 +342,15 @@ static size_t mr_cuda_workspace_needed(moeroute_op op, const mr_config* cfg) {
   return bare > need ? bare : need;
 }
 
-/* v25 (knob clear_tail, gx.cu MR_CLEAR_TAIL): route or sort with a moe_buf runs as the same call without
- * one, then clears moe_buf by a launch of its own (mr_cuda_launch_clear_tail), where that call takes gx or
- * gxs: their cooperative launches let the clear come up beside them at once. Elsewhere the clear stays
- * inside the routing's launches (the other paths' first CTAs or P's clearing warps). */
+/* v25 (knob clear_tail, gx.cu mr_cuda_clear_tail_wanted: route from T*k = 262144): route or sort with a
+ * moe_buf runs as the same call without one, then clears moe_buf by a launch of its own
+ * (mr_cuda_launch_clear_tail), where that call takes gx or gxs: their cooperative launches let the clear come
+ * up beside them at once. Elsewhere the clear stays inside the routing's launches (the other paths' first CTAs
+ * or P's clearing warps). */
 static int mr_clear_tail_takes(moeroute_op op, const mr_config* cfg, const mr_gate_args* ga,
                                const moeroute_buffers* b) {
-  if (cfg->moe_buf_bytes == 0 || cfg->num_tokens == 0 || !mr_ws_aligned16(b) || !mr_cuda_clear_tail_on()) return 0;
+  if (cfg->moe_buf_bytes == 0 || cfg->num_tokens == 0 || !mr_ws_aligned16(b) || !mr_cuda_clear_tail_wanted(op, cfg))
+    return 0;
   mr_config c = *cfg;
   c.moe_buf_bytes = 0;
   if (op == MOEROUTE_OP_SORT) return mr_cuda_gxs_takes(&c, MOEROUTE_OP_SORT, 0);

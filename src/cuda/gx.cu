@@ -406,10 +406,22 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
 #ifndef MR_CLEAR_TAIL
 #define MR_CLEAR_TAIL 1
 #endif
+/* Automatic rule (lab call 73, H100, `dev/runs/run73/tail.log`, kernel metric, route + buf, the clear inside /
+ * by its own launch): route from T*k = 262144, where it won at every point of four presets (DeepSeek-R1 softmax
+ * T = 32768 172.05 / 164.83, 65536 349.77 / 324.46; GPT-OSS-120B 65536 139.58 / 136.76; Kimi-K2 32768 280.66 /
+ * 271.03, 65536 549.92 / 544.16; Qwen3-Next 32768 125.67 / 106.74). Below it the results were mixed and mostly
+ * worse (DeepSeek-R1 softmax 16384 84.63 / 89.36, GPT-OSS-120B 32768 71.70 / 88.65, 2048 9.72 / 12.38). The clear
+ * overlaps only gxs (the gate kernel before it does not let the next launches start early) with the one
+ * 128-thread CTA per SM that fits beside gxs, so the gain is at most the inside paths' excess over a memset
+ * followed by the routing. The sort entry point keeps the clear inside (mixed: DeepSeek-R1 softmax 65536
+ * 307.80 / 303.60, GPT-OSS-120B 65536 123.27 / 127.03, Qwen3-Next 32768 64.36 / 52.21). */
+#define MR_CLEAR_TAIL_MIN_N 262144
 #define MR_TAIL_THREADS 128
 #define MR_TAIL_CTAS_PER_SM 4
-extern "C" int mr_cuda_clear_tail_on(void) {
-  return mr_cuda_tune.clear_tail > 0 || (mr_cuda_tune.clear_tail == 0 && MR_CLEAR_TAIL);
+extern "C" int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg) {
+  const int knob = mr_cuda_tune.clear_tail;
+  if (knob != 0) return knob > 0;
+  return MR_CLEAR_TAIL && op == MOEROUTE_OP_ROUTE && cfg->num_tokens * (int64_t)cfg->top_k >= MR_CLEAR_TAIL_MIN_N;
 }
 
 #define MR_TAIL_PIECE 1024u /* units (16 B) per piece: 16 KB */

@@ -2028,13 +2028,12 @@ static void group_thresholds(void) {
       {"ds-softmax", 59136, 1, 0},   /* E = 256: place with the entries kept up to T = 59136, ... */
       {"ds-softmax", 88704, 1, 0},   /* ... place up to 88704, ... */
       {"ds-softmax", 118272, 1, 0},  /* ... gxs up to 118272 */
-      /* with a moe_buf (v25, knob clear_tail): the clear by a launch of its own after the routing where the
-         call without the moe_buf takes gx or gxs (entry.cu mr_clear_tail_takes) */
-      {"ds-softmax", 1023, 2, 0},    /* gx's route from T = 1024 ... */
-      {"ds-softmax", 4096, 2, 0},    /* ... to 4096 */
-      {"ds-softmax", 6143, 2, 0},    /* gxs's sort from T*k = 49152 (route: the large path below 65536) */
-      {"ds-softmax", 8191, 2, 0},    /* route: the gate kernel + gxs from 65536 */
-      {"kimi-k2", 6143, 2, 0},       /* route, rows not segmented: 49144 -> 49152 */
+      /* with a moe_buf (v25, knob clear_tail, gx.cu MR_CLEAR_TAIL_MIN_N): route's clear by a launch of its own
+         after gxs from T*k = 262144 (where the call without the moe_buf takes gx or gxs: entry.cu
+         mr_clear_tail_takes); the random configurations draw no knobs, dev/cuda_check draws clear_tail */
+      {"ds-softmax", 32767, 2, 0},   /* 262136 -> 262144 */
+      {"gpt-oss-120b", 65535, 2, 0}, /* (k = 4) */
+      {"qwen3-next", 26214, 2, 0},   /* (k = 10: 262140 -> 262150) */
       {"qwen3-next", 50688, 2, 0},   /* gxs up to 50688 (E = 512), then the paths before it */
   };
   uint64_t idx = 0;
