@@ -394,36 +394,15 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
     bad += cmp("route + buf, tail vs inside", h[0][f], h[0][0], c.len, 0);
     bad += cmp("sort + buf, tail vs inside", h[1][f], h[1][0], c.len, 2);
   }
-
-  /* v25c: route with the gate kernel clearing a share first (knob clear_tail_gate), against the tail alone */
-  static const int gpct[3] = {4, 8, 12};
-  mr_cuda_tune.clear_tail = 1;
-  for (int g = 0; g < 3; ++g) {
-    mr_cuda_tune.clear_tail_gate = gpct[g];
-    poison(&c, 0);
-    CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
-    bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
-    if (do_check && !buf_is_zero(&c)) ++bad;
-    uint32_t** hg = fetch(&c, 0);
-    bad += cmp("route + buf, gate share + tail vs tail", hg, h[0][1], c.len, 0);
-    free_h(hg);
-  }
-  mr_cuda_tune.clear_tail_gate = 0;
+  for (int i = 0; i < 2; ++i)
+    for (int f = 0; f < 3; ++f) free_h(h[i][f]);
   if (do_time) {
-    double r[3], so[3], rg[3];
+    double r[3], so[3];
     for (int f = 0; f < 3; ++f) {
       mr_cuda_tune.clear_tail = form[f];
       r[f] = time_calls(&c, 0, s);
       so[f] = time_calls(&c, 1, s);
     }
-    mr_cuda_tune.clear_tail = 1;
-    for (int g = 0; g < 3; ++g) {
-      mr_cuda_tune.clear_tail_gate = gpct[g];
-      rg[g] = time_calls(&c, 0, s);
-    }
-    mr_cuda_tune.clear_tail_gate = 0;
-    printf("   route+buf tail with the gate kernel clearing %d / %d / %d %%: %.2f / %.2f / %.2f\n", gpct[0], gpct[1],
-           gpct[2], rg[0], rg[1], rg[2]);
     mr_cuda_tune.clear_tail = 0;
     const double ms = time_calls(&c, 2, s);
     const size_t nb = c.p.moe_buf_bytes;
@@ -436,8 +415,6 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
   } else {
     printf("tail check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
   }
-  for (int i = 0; i < 2; ++i)
-    for (int f = 0; f < 3; ++f) free_h(h[i][f]);
   mr_cuda_tune.clear_tail = 0;
   release(&c);
   return bad != 0;

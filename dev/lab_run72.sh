@@ -11,8 +11,8 @@
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run72.sh > $OUT/lab_summary.txt 2>&1
 # Call 73 (the clear by 16 KB pieces from a counter, v25b; the split by thread as knob clear_tail = 2; no bound
 # timing): COMMIT=<sha> BOUND=0 bash dev/lab_run72.sh
-# Call 74 (v25c, the gate kernel clearing a share first, knob clear_tail_gate, timed in --tail):
-#   COMMIT=<sha> BOUND=0 TS=16384,32768,65536 bash dev/lab_run72.sh
+# Call 74 (v25c, the gate kernel clearing a share first, knob clear_tail_gate, timed in --tail; a loss, removed
+# after the call: its code is commit 23552a4): COMMIT=23552a4 BOUND=0 TS=16384,32768,65536 bash dev/lab_run72.sh
 set -u
 export PATH=$PATH:/usr/local/cuda/bin
 B=build-dev; T0=$SECONDS

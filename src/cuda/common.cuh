@@ -439,9 +439,6 @@ typedef struct mr_cuda_tuning {
                             262144), 1 = on there (route and sort),
                             2 = on there with the clear split by thread (its first form, lab), -1 = off (the
                             paths with a moe_buf). The same bits either way */
-  int clear_tail_gate;   /* v25c (lab): where route clears by the launch after gxs, the gate kernel before gxs
-                            clears this percentage of moe_buf first (its lead CTAs, under the gating): 0 = none
-                            (the default). The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 

@@ -466,15 +466,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     float* wts;
     mr_route_topk_bufs(&cfg, buffers, ws - 2u * mr_route_topk_half(&cfg), &ids, &wts);
     const float* sw = so.sorted_weights ? wts : NULL;
-    /* v25c (lab knob clear_tail_gate): the gate kernel's first CTAs clear the first pct % of the moe_buf the
-     * clear after gxs would (in 16 KB multiples), under the gating; the clear after gxs the rest */
-    size_t gate_clear = 0;
-    if (tail_bytes != 0 && mr_cuda_tune.clear_tail_gate > 0 && mr_cuda_tune.clear_tail_gate < 100)
-      gate_clear = tail_bytes / 100u * (size_t)mr_cuda_tune.clear_tail_gate & ~(size_t)16383u;
-    err = gate_clear != 0 ? mr_cuda_launch_gate_clear(&cfg, &ga, ids, wts, tail_buf, gate_clear, s)
-                          : mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
-    tail_buf += gate_clear;
-    tail_bytes -= gate_clear;
+    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) {
       err = mr_cuda_launch_gxs_sort(&cfg, &so, ids, sw, buffers->workspace, tail_bytes != 0, s);
       if (err == cudaSuccess) tail_counter = buffers->workspace;
