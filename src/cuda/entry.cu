@@ -8,10 +8,13 @@
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
  *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
  *          moe_buf, 1024 <= T <= 4096                    (gx.cu, design 37)
- *          4 <= k <= 10, E >= 128, T*k >= 49152 (98304  the gate kernel, then gxs: a zeroing
- *          for rows the gate kernel segments), no       launch and one cooperative sort
- *          moe_buf, where gxs fits (E <= 512, 48 KB     launch (gx.cu, design 38)
- *          of shared memory)
+ *          4 <= k <= 10, E >= 128, T*k >= 49152 (for    the gate kernel, then gxs: a zeroing
+ *          rows the gate kernel segments 65536 where    launch and one cooperative sort
+ *          E > 128, else 98304), no moe_buf, where gxs  launch (gx.cu, design 38)
+ *          fits (E <= 512, 48 KB of shared memory)
+ *          the same with a moe_buf, T*k >= 262144       the same launches, then a clear of
+ *                                                       moe_buf by a launch of its own
+ *                                                       (gx.cu, design 39)
  *          16-bit softmax rows without bias or groups,  one launch: one routing CTA and
  *          T*k <= 32 and T = 1 (any E), or T <= 8       a one-warp sort (tiny.cu; at T = 1
  *          (T <= 16 for E <= 256, T*k <= 96),           or by 4 - 8 CTAs in one pass
