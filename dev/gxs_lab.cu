@@ -500,6 +500,9 @@ int main(int argc, char** argv) {
         set_form(4);
         rf4 = time_op(&c, 0, 1, s);
         const double rb4 = time_op(&c, 0, -1, s); /* route before gxs, lean barriers: gx's, where gx routes */
+        mr_cuda_tune.gxs_gate_zero = -1; /* v26 off: the zeroing launch between the gate kernel and gxs */
+        const double rz = time_op(&c, 0, 1, s);
+        mr_cuda_tune.gxs_gate_zero = 0;
         set_form(-1);
         /* the outputs after timing: the last calls were route's; sort once more by each form and check */
         int bad = 0;
@@ -517,8 +520,8 @@ int main(int argc, char** argv) {
         printf("gxs %-20s T=%6d  %7.2f  %7.2f  %7.2f  %7.2f  %7.2f  (route %.3f, sort %.3f)%s\n", models[m], ts[j],
                rb, rg, sb, sg, ga, rg / rb, sg / sb, bad ? "  WRONG" : "");
         printf("   v24 sort by form: none %.2f | place %.2f | xchg %.2f | both %.2f | both, lean barriers %.2f; route "
-               "with both %.2f, with lean barriers %.2f; route before gxs with lean barriers (gx's) %.2f\n", sf[0],
-               sf[1], sf[2], sf[3], sf[4], rf3, rf4, rb4);
+               "with both %.2f, with lean barriers %.2f; route before gxs with lean barriers (gx's) %.2f; route by gxs "
+               "with the zeroing launch (v26 off) %.2f\n", sf[0], sf[1], sf[2], sf[3], sf[4], rf3, rf4, rb4, rz);
         for (int f = 0; probes && f < 4; f += 3) { /* the sort by gxs, returning at each probe point (outputs
                                                       wrong; sorted again before the next case) */
           double pr[6];

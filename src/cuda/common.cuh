@@ -432,6 +432,9 @@ typedef struct mr_cuda_tuning {
   int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
                             red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */
+  int gxs_gate_zero;     /* v26: route's gate kernel before gxs zeroes gxs's barrier word (its CTA 0, before it lets
+                            the next launch start) in place of the zeroing launch between them: 0 = the default
+                            (gx.cu MR_GXS_GATE_ZERO), 1 = on, -1 = off. The same bits either way */
   int clear_tail;        /* moe_buf cleared by a launch of its own after the routing (v25, gx.cu
                             mr_cuda_launch_clear_tail), where the call without the moe_buf takes gx or gxs: those
                             cooperative launches let the next launch start as soon as they are resident, so the
@@ -497,6 +500,10 @@ void mr_cuda_sort_out_init(const mr_config* cfg, const moeroute_buffers* b, mr_s
 cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids, float* topk_weights,
                                 cudaStream_t stream);
 /* The same, its first CTAs clearing clear_bytes at clear_buf meanwhile (the run-1 route chain at large T). */
+/* v26: the gate launch whose CTA 0 zeroes gxs's barrier word (and the clear's counter) before it lets the next
+ * launch start (gate.cu mr_gate_enter) */
+cudaError_t mr_cuda_launch_gate_zero(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
+                                     float* topk_weights, uint32_t* zero_word, cudaStream_t stream);
 cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                       float* topk_weights, unsigned char* clear_buf, size_t clear_bytes,
                                       cudaStream_t stream);
@@ -563,9 +570,9 @@ cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_gate_args* a
 int mr_cuda_gx_takes(const mr_config* cfg, const mr_gate_args* a);
 size_t mr_cuda_gx_workspace(const mr_config* cfg);
 int mr_cuda_gx_ws_reserved(const mr_config* cfg);
-/* tail: the clear after it (mr_cuda_launch_clear_tail) takes its pieces from the counter in workspace */
+/* flags: MR_GX_TAIL (below) */
 cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
-                                    int32_t* topk_ids, float* topk_weights, void* workspace, int tail,
+                                    int32_t* topk_ids, float* topk_weights, void* workspace, int flags,
                                     cudaStream_t stream);
 
 /* gx.cu: the sort in one cooperative launch over the grid (gxs, v23). _takes: the dispatch gives it the
@@ -573,6 +580,15 @@ cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a,
  * bytes (0 where it cannot run); the launch returns cudaErrorCooperativeLaunchTooLarge when the device
  * refuses it (then the caller takes the other paths). */
 int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
+/* gx / gxs launch flags (mr_cuda_launch_gx_route's and mr_cuda_launch_gxs_sort's `flags`): MR_GX_TAIL, a clear
+ * follows (mr_cuda_launch_clear_tail with this workspace): zero its piece counter too; MR_GX_ZEROED (gxs, v26): the
+ * launch before gxs (the gate kernel, mr_cuda_launch_gate_clear's zero-word form) zeroed the barrier word and the
+ * counter, so no zeroing launch runs and gxs waits for that launch at its start */
+#define MR_GX_TAIL 1
+#define MR_GX_ZEROED 2
+#define MR_GX_TAIL_NEXT 32 /* word of the barrier's 256 bytes holding the clear's piece counter (its own line) */
+/* v26 (knob gxs_gate_zero): route's gate kernel zeroes gxs's barrier word instead of a zeroing launch */
+int mr_cuda_gxs_gate_zero_on(void);
 /* v25: whether knob clear_tail (0: gx.cu's rule) wants op's moe_buf cleared by mr_cuda_launch_clear_tail (where
  * the call without it takes gx or gxs: entry.cu mr_clear_tail_takes) */
 int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg);
@@ -583,7 +599,7 @@ int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg);
 cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, void* counter, cudaStream_t stream);
 size_t mr_cuda_gxs_workspace(const mr_config* cfg);
 cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
-                                    const float* topk_weights, void* workspace, int tail, cudaStream_t stream);
+                                    const float* topk_weights, void* workspace, int flags, cudaStream_t stream);
 
 /* fused.cu: the one-launch route for small T*k. */
 int mr_cuda_fused_fits(const mr_config* cfg);

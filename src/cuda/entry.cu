@@ -455,7 +455,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   bool routed = false;
   if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gx_takes(&cfg, &ga)) {
     err = mr_cuda_launch_gx_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace,
-                                  tail_bytes != 0, s);
+                                  tail_bytes != 0 ? MR_GX_TAIL : 0, s);
     routed = err != cudaErrorCooperativeLaunchTooLarge;
     if (err == cudaSuccess) tail_counter = buffers->workspace;
   }
@@ -469,9 +469,13 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     float* wts;
     mr_route_topk_bufs(&cfg, buffers, ws - 2u * mr_route_topk_half(&cfg), &ids, &wts);
     const float* sw = so.sorted_weights ? wts : NULL;
-    err = mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
+    /* v26: the gate kernel zeroes gxs's barrier word (no zeroing launch between them) */
+    const int gz = mr_cuda_gxs_gate_zero_on();
+    err = gz ? mr_cuda_launch_gate_zero(&cfg, &ga, ids, wts, (uint32_t*)buffers->workspace, s)
+             : mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) {
-      err = mr_cuda_launch_gxs_sort(&cfg, &so, ids, sw, buffers->workspace, tail_bytes != 0, s);
+      err = mr_cuda_launch_gxs_sort(&cfg, &so, ids, sw, buffers->workspace,
+                                    (tail_bytes != 0 ? MR_GX_TAIL : 0) | (gz ? MR_GX_ZEROED : 0), s);
       if (err == cudaSuccess) tail_counter = buffers->workspace;
     }
     if (err == cudaErrorCooperativeLaunchTooLarge)
@@ -582,7 +586,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   /* gxs (v23): one cooperative launch over the grid; on a refused cooperative launch the other paths */
   void* tail_counter = NULL; /* the workspace of gxs where it ran: the clear's piece counter */
   if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT, 0)) {
-    err = mr_cuda_launch_gxs_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, tail_bytes != 0, s);
+    err = mr_cuda_launch_gxs_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace,
+                                  tail_bytes != 0 ? MR_GX_TAIL : 0, s);
     if (err == cudaSuccess) tail_counter = buffers->workspace;
   }
   if (err != cudaErrorCooperativeLaunchTooLarge)

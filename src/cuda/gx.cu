@@ -145,15 +145,13 @@ __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t targe
   __syncthreads();
 }
 
-/* word of the barrier's 256 bytes that holds the piece counter of the clear after gx / gxs (v25, its own line) */
-#define MR_TAIL_NEXT 32
 __global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail) {
   mr_pdl_wait(); /* the previous call on the stream may still read it */
   if (threadIdx.x == 0) {
     *bar = 0u;
     if (tail) { /* the clear after gx / gxs takes its pieces from this counter: zero, and at L2 before the
                    launches after this one (the clear among them) can start */
-      bar[MR_TAIL_NEXT] = 0u;
+      bar[MR_GX_TAIL_NEXT] = 0u;
       __threadfence();
     }
   }
@@ -361,7 +359,8 @@ extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
  * when the device refuses the cooperative launch: nothing was written but the barrier word. */
 template <typename KF, typename... Args>
 static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, size_t smem, uint32_t* bar,
-                                     uint32_t tail, cudaStream_t stream, Args... args) {
+                                     uint32_t flags, cudaStream_t stream, Args... args) {
+  const uint32_t tail = (flags & MR_GX_TAIL) != 0u;
   const bool pdl = mr_cuda_pdl_on() != 0;
   cudaLaunchAttribute za;
   memset(&za, 0, sizeof za);
@@ -372,7 +371,7 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
     zc.attrs = &za;
     zc.numAttrs = 1;
   }
-  MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar, tail));
+  if (!(flags & MR_GX_ZEROED)) MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar, tail));
   cudaLaunchConfig_t lc = mr_launch_config(G, threads, smem, stream);
   cudaLaunchAttribute at[2];
   memset(at, 0, sizeof at);
@@ -403,6 +402,14 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
  * routing, as a plain launch. Where a cooperative launch was refused, the paths that ran instead come
  * after the same zeroing launch. 16-byte streaming stores, four per thread per pass (mr_clear_bytes),
  * 128-thread CTAs (small enough to fit beside gxs), at most MR_TAIL_CTAS_PER_SM per SM. */
+/* v26 (knob gxs_gate_zero): route's gate kernel zeroes gxs's barrier word, in place of the zeroing launch */
+#ifndef MR_GXS_GATE_ZERO
+#define MR_GXS_GATE_ZERO 1
+#endif
+extern "C" int mr_cuda_gxs_gate_zero_on(void) {
+  return mr_cuda_tune.gxs_gate_zero > 0 || (mr_cuda_tune.gxs_gate_zero == 0 && MR_GXS_GATE_ZERO);
+}
+
 #ifndef MR_CLEAR_TAIL
 #define MR_CLEAR_TAIL 1
 #endif
@@ -464,7 +471,7 @@ __global__ void __launch_bounds__(MR_TAIL_THREADS) mr_clear_tail_kernel(unsigned
 extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, void* counter,
                                                  cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
-  uint32_t* next = counter ? (uint32_t*)counter + MR_TAIL_NEXT : nullptr;
+  uint32_t* next = counter ? (uint32_t*)counter + MR_GX_TAIL_NEXT : nullptr;
   const size_t per_cta = next ? (size_t)MR_TAIL_PIECE * 16u * (MR_TAIL_THREADS / 32u)
                               : (size_t)MR_TAIL_THREADS * 16u * 4u; /* one round */
   size_t n = (bytes + per_cta - 1u) / per_cta;
@@ -487,7 +494,7 @@ template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_cuda_tune.gx_lean_bar > 0 || (mr_cuda_tune.gx_lean_bar == 0 && MR_GX_LEAN_BAR);
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, true> : mr_gx_route_kernel<DT, EPL, L, false>, g->G,
-                           MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar, g->tail,
+                           MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar, g->tail ? MR_GX_TAIL : 0u,
                            stream, *p, *o, *g);
 }
 
@@ -496,10 +503,10 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
  * barrier word): the caller routes by the other paths. */
 extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                                int32_t* topk_ids, float* topk_weights, void* workspace,
-                                               int tail, cudaStream_t stream) {
+                                               int flags, cudaStream_t stream) {
   mr_gx_k g;
   memset(&g, 0, sizeof g);
-  g.tail = tail != 0;
+  g.tail = (flags & MR_GX_TAIL) != 0;
   if (!mr_gx_plan(cfg, &g.R, &g.G)) return cudaErrorInvalidConfiguration;
   g.T = (uint32_t)cfg->num_tokens;
   g.E = (uint32_t)cfg->num_experts;
@@ -576,6 +583,8 @@ typedef struct mr_gxs_k {
                                        in shared memory while the other CTAs arrive, then stored in that order */
   uint32_t xchg;                    /* v24 (knob gxs_xchg): the exchange by columns and a second grid barrier */
   uint32_t rpl;                     /* xchg: count rows per lane, ceil(G / 32) <= MR_GXS_RPL */
+  uint32_t zeroed;                  /* v26: no zeroing launch before this one (MR_GX_ZEROED): wait for the launch
+                                       before (the gate kernel, which zeroed the barrier word) at the start */
   uint32_t probe;                   /* lab timing probe (knob gxs_probe), WRONG outputs: 1 = return at entry, 2 =
                                        after the counts (no barrier), 3 = after the barrier, 4 = after the scan,
                                        5 = everything but the entries' stores */
@@ -622,6 +631,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   uint32_t* s_lst = (uint32_t*)(crow + Ep);           /* place: the CTA's exclusive prefix of its counts */
   uint16_t* perm = (uint16_t*)(s_lst + E);             /* place: the entry at each CTA-local sorted position */
   mr_pdl_launch_dependents();
+  if (a.zeroed) mr_pdl_wait(); /* v26: topk_ids and the zeroed barrier word come from the launch before */
   if (a.probe == 1u) return;
   for (uint32_t q = tid; q < W * E; q += MR_GXS_THREADS) tm[q] = 0u;
   if (tid == 0) *s_dup = 0u;
@@ -943,7 +953,7 @@ extern "C" size_t mr_cuda_gxs_workspace(const mr_config* cfg) {
  * cudaErrorCooperativeLaunchTooLarge when the device refuses the launch (nothing written but the
  * barrier word): the caller sorts by the other paths. */
 extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
-                                               const float* topk_weights, void* workspace, int tail,
+                                               const float* topk_weights, void* workspace, int flags,
                                                cudaStream_t stream) {
   mr_gxs_k g;
   size_t smem;
@@ -954,7 +964,8 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.tot = (uint32_t*)((unsigned char*)workspace + 256 + mr_gxs_ws_cnt(&g) + mr_gxs_ws_pre(&g));
   g.probe = (uint32_t)mr_cuda_tune.gxs_probe;
   g.stagger = mr_gx_stagger();
+  g.zeroed = (flags & MR_GX_ZEROED) != 0;
   const bool lean = mr_gxs_knob(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR); /* v24b: each form its own instantiation */
   return mr_gx_coop_launch(lean ? mr_gxs_sort_kernel<true> : mr_gxs_sort_kernel<false>, g.G, MR_GXS_THREADS, smem,
-                           g.bar, tail != 0, stream, topk_ids, topk_weights, *o, g);
+                           g.bar, (uint32_t)flags, stream, topk_ids, topk_weights, *o, g);
 }
