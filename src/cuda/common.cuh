@@ -432,8 +432,9 @@ typedef struct mr_cuda_tuning {
   int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
                             red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */
-  int gxs_gate_zero;     /* v26: route's gate kernel before gxs zeroes gxs's barrier word (its CTA 0, before it lets
-                            the next launch start) in place of the zeroing launch between them: 0 = the default
+  int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
+                            it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
+                            of the zeroing launch between them: 0 = the default
                             (gx.cu MR_GXS_GATE_ZERO), 1 = on, -1 = off. The same bits either way */
   int clear_tail;        /* moe_buf cleared by a launch of its own after the routing (v25, gx.cu
                             mr_cuda_launch_clear_tail), where the call without the moe_buf takes gx or gxs: those
@@ -501,7 +502,7 @@ cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int
                                 cudaStream_t stream);
 /* The same, its first CTAs clearing clear_bytes at clear_buf meanwhile (the run-1 route chain at large T). */
 /* v26: the gate launch whose CTA 0 zeroes gxs's barrier word (and the clear's counter) before it lets the next
- * launch start (gate.cu mr_gate_enter) */
+ * launch start (gate.cu mr_gate_enter); segment rows only, else cudaErrorNotSupported */
 cudaError_t mr_cuda_launch_gate_zero(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                      float* topk_weights, uint32_t* zero_word, cudaStream_t stream);
 cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
@@ -587,7 +588,7 @@ int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
 #define MR_GX_TAIL 1
 #define MR_GX_ZEROED 2
 #define MR_GX_TAIL_NEXT 32 /* word of the barrier's 256 bytes holding the clear's piece counter (its own line) */
-/* v26 (knob gxs_gate_zero): route's gate kernel zeroes gxs's barrier word instead of a zeroing launch */
+/* v26 (knob gxs_gate_zero): route's segment gate kernel zeroes gxs's barrier word instead of a zeroing launch */
 int mr_cuda_gxs_gate_zero_on(void);
 /* v25: whether knob clear_tail (0: gx.cu's rule) wants op's moe_buf cleared by mr_cuda_launch_clear_tail (where
  * the call without it takes gx or gxs: entry.cu mr_clear_tail_takes) */

@@ -469,8 +469,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     float* wts;
     mr_route_topk_bufs(&cfg, buffers, ws - 2u * mr_route_topk_half(&cfg), &ids, &wts);
     const float* sw = so.sorted_weights ? wts : NULL;
-    /* v26: the gate kernel zeroes gxs's barrier word (no zeroing launch between them) */
-    const int gz = mr_cuda_gxs_gate_zero_on();
+    /* v26: the segment kernel zeroes gxs's barrier word (no zeroing launch between them); other rows keep it */
+    const int gz = mr_cuda_gxs_gate_zero_on() && mr_cuda_gate_segmented(&cfg, &ga);
     err = gz ? mr_cuda_launch_gate_zero(&cfg, &ga, ids, wts, (uint32_t*)buffers->workspace, s)
              : mr_cuda_launch_gate(&cfg, &ga, ids, wts, s);
     if (err == cudaSuccess) {

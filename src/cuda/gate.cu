@@ -29,10 +29,12 @@ static int64_t mr_gate_grid(int64_t grid, int64_t cap, unsigned threads) {
   return grid < cap ? grid : cap;
 }
 
-/* Every gate kernel's start: wait for the previous work (PDL), then let the next launch start. The zero-word
+/* The segment kernel's start: wait for the previous work (PDL), then let the next launch start. The zero-word
  * form (v26, mr_cuda_launch_gate_zero: clear_bytes == 0 and clear_buf != NULL, then clear_buf is gxs's barrier
  * word): CTA 0 first zeroes that word and the clear's piece counter beside it and makes them visible, so that gxs,
- * launched next without a zeroing launch, finds them zero (it waits for this launch before it touches them). */
+ * launched next without a zeroing launch, finds them zero (it waits for this launch before it touches them).
+ * Only the segment kernel has it (results run 42 had it in every gate kernel: the chain gate + sort at T = 2 - 4,
+ * the warp-per-row and wide kernels, measured ~0.1 us slower; the segment kernel runs at T >= 1024 only). */
 __device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t clear_bytes) {
   mr_pdl_wait();
   if (clear_bytes == 0 && clear_buf != nullptr && blockIdx.x == 0) { /* CTA-uniform */
@@ -53,7 +55,7 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
                                                       unsigned char* clear_buf, size_t clear_bytes,
                                                       uint32_t clear_ctas) {
   constexpr int W = MR_ESZ(DT);
-  mr_gate_enter(clear_buf, clear_bytes);
+  mr_pdl_enter();
   if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
   const uint32_t bid = blockIdx.x - clear_ctas, nblk = gridDim.x - clear_ctas;
   MR_STAMP(0);
@@ -187,7 +189,7 @@ template <int DT, int EPL, int KIND>
 __global__ void __launch_bounds__(MR_WIDE_THREADS)
     mr_gate_wide_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
                         unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas) {
-  mr_gate_enter(clear_buf, clear_bytes);
+  mr_pdl_enter();
   if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
   __shared__ __align__(16) mr_wide_smem<EPL> s;
   constexpr bool GR = KIND == MR_KIND_GROUPED;
@@ -394,9 +396,11 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
 }
 
 /* The gate launch that also zeroes gxs's barrier word (and the clear's counter beside it) in its CTA 0 before
- * it lets the next launch start (v26: route's gate kernel + gxs without a zeroing launch between them) */
+ * it lets the next launch start (v26: route's gate kernel + gxs without a zeroing launch between them); rows the
+ * segment kernel gates only (mr_cuda_gate_segmented), else cudaErrorNotSupported and nothing launched */
 extern "C" cudaError_t mr_cuda_launch_gate_zero(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                                 float* topk_weights, uint32_t* zero_word, cudaStream_t stream) {
+  if (mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype)) == 0) return cudaErrorNotSupported; /* segment rows only */
   return mr_cuda_launch_gate_clear(cfg, a, topk_ids, topk_weights, (unsigned char*)zero_word, 0, stream);
 }
 
