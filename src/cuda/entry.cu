@@ -9,9 +9,10 @@
  *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
  *          moe_buf, 1024 <= T <= 4096                    (gx.cu, design 37)
  *          4 <= k <= 10, E >= 128, T*k >= 49152 (for    the gate kernel, then gxs: a zeroing
- *          rows the gate kernel segments 65536 where    launch and one cooperative sort
- *          E > 128, else 98304), no moe_buf, where gxs  launch (gx.cu, design 38)
- *          fits (E <= 512, 48 KB of shared memory)
+ *          rows the gate kernel segments 65536 where    launch (none for segmented rows:
+ *          E > 128, else 98304), no moe_buf, where gxs  the gate kernel zeroes gxs's word,
+ *          fits (E <= 512, 48 KB of shared memory)      v26) and one cooperative sort
+ *                                                       launch (gx.cu, design 38)
  *          the same with a moe_buf, T*k >= 262144       the same launches, then a clear of
  *                                                       moe_buf by a launch of its own
  *                                                       (gx.cu, design 39)

@@ -31,8 +31,11 @@ static int64_t mr_gate_grid(int64_t grid, int64_t cap, unsigned threads) {
 
 /* The segment kernel's start: wait for the previous work (PDL), then let the next launch start. The zero-word
  * form (v26, mr_cuda_launch_gate_zero: clear_bytes == 0 and clear_buf != NULL, then clear_buf is gxs's barrier
- * word): CTA 0 first zeroes that word and the clear's piece counter beside it and makes them visible, so that gxs,
- * launched next without a zeroing launch, finds them zero (it waits for this launch before it touches them).
+ * word): CTA 0 first zeroes that word and the clear's piece counter beside it and fences, so that gxs, launched next
+ * without a zeroing launch, finds them zero (it waits for this launch before it touches them), and the clear after
+ * gxs, which does not wait, finds its counter zero (the store is performed at L2 before the fence completes, and
+ * the trigger comes after it: PTX does not promise visibility through the trigger, so this rests on the fence,
+ * as v25's zeroing launch did).
  * Only the segment kernel has it (results run 42 had it in every gate kernel: the chain gate + sort at T = 2 - 4,
  * the warp-per-row and wide kernels, measured ~0.1 us slower; the segment kernel runs at T >= 1024 only). */
 __device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t clear_bytes) {
@@ -344,14 +347,30 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   return cudaSuccess;
 }
 
+static cudaError_t mr_gate_launch(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
+                                  float* topk_weights, unsigned char* clear_buf, size_t clear_bytes,
+                                  cudaStream_t stream);
+
 extern "C" cudaError_t mr_cuda_launch_gate(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                            float* topk_weights, cudaStream_t stream) {
-  return mr_cuda_launch_gate_clear(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
+  return mr_gate_launch(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
 }
 
+/* A clear of clear_bytes at clear_buf beside the gating; nothing of moe_buf is touched when clear_bytes is 0 (the
+ * buffer pointer is dropped then: with the segment kernel, a pointer without bytes is the zero-word form, which
+ * only mr_cuda_launch_gate_zero asks for; the review of session 27 found large.cu's chain passing moe_buf with 0
+ * bytes below 40 MB, which would have zeroed two of its words) */
 extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                                  float* topk_weights, unsigned char* clear_buf, size_t clear_bytes,
                                                  cudaStream_t stream) {
+  return mr_gate_launch(cfg, a, topk_ids, topk_weights, clear_bytes != 0 ? clear_buf : NULL, clear_bytes, stream);
+}
+
+/* The gate launch: clear_bytes of moe_buf at clear_buf by the kernel's first CTAs, or (the segment kernel,
+ * clear_bytes == 0 and clear_buf != NULL: mr_cuda_launch_gate_zero only) the zero-word form of mr_gate_enter */
+static cudaError_t mr_gate_launch(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
+                                  float* topk_weights, unsigned char* clear_buf, size_t clear_bytes,
+                                  cudaStream_t stream) {
   if (cfg->num_tokens == 0) return cudaSuccess;
   mr_gate_p p;
   mr_gate_p_init(a, cfg->dtype, &p);
@@ -401,7 +420,7 @@ extern "C" cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_
 extern "C" cudaError_t mr_cuda_launch_gate_zero(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                                 float* topk_weights, uint32_t* zero_word, cudaStream_t stream) {
   if (mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype)) == 0) return cudaErrorNotSupported; /* segment rows only */
-  return mr_cuda_launch_gate_clear(cfg, a, topk_ids, topk_weights, (unsigned char*)zero_word, 0, stream);
+  return mr_gate_launch(cfg, a, topk_ids, topk_weights, (unsigned char*)zero_word, 0, stream);
 }
 
 /* The gate launch with at most threads_per_sm of its threads per SM (grid-stride
@@ -410,7 +429,7 @@ extern "C" cudaError_t mr_cuda_launch_gate_zero(const mr_config* cfg, const mr_g
 extern "C" cudaError_t mr_cuda_launch_gate_capped(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                                   float* topk_weights, unsigned threads_per_sm, cudaStream_t stream) {
   mr_gate_threads_cap = threads_per_sm;
-  const cudaError_t err = mr_cuda_launch_gate_clear(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
+  const cudaError_t err = mr_gate_launch(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
   mr_gate_threads_cap = 0;
   return err;
 }

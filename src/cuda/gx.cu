@@ -70,9 +70,10 @@ static int mr_gx_auto(const mr_config* cfg) {
 /* knob gx_lean_bar: gx's and gxs's grid barriers without their full fences (v24b, each form its own
  * kernel instantiation): 0 = the default (MR_GX_LEAN_BAR), 1 = on, -1 = off. gxs: -1.4 us at every T in lab
  * call 70; on by default from session 27 (lab call 71 timed gx's form too, results run 39 tested it). The
- * barrier's word is only ever touched by red.release / ld.acquire at gpu scope (and the zeroing memset before the
- * launch), so the release after __syncthreads orders the whole CTA's earlier writes before the arrival, and the
- * acquire spin plus __syncthreads orders every later read after it: the fences were redundant. */
+ * barrier's word is only ever touched by red.release / ld.acquire at gpu scope (and the zeroing store before
+ * the launch: the zeroing launch's, or the segment gate kernel's CTA 0 under v26), so the release after
+ * __syncthreads orders the whole CTA's earlier writes before the arrival, and the acquire spin plus
+ * __syncthreads orders every later read after it: the fences were redundant. */
 #ifndef MR_GX_LEAN_BAR
 #define MR_GX_LEAN_BAR 1
 #endif
@@ -356,7 +357,8 @@ extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
 
 /* The zeroing launch (PDL after the previous work), then `kernel` over G CTAs as a cooperative
  * launch (PDL after the zeroing): gx's and gxs's launch. cudaErrorCooperativeLaunchTooLarge (cleared)
- * when the device refuses the cooperative launch: nothing was written but the barrier word. */
+ * when the device refuses the cooperative launch: nothing was written but the barrier word (and, with MR_GX_TAIL,
+ * the clear's counter; with MR_GX_ZEROED no zeroing launch runs and nothing is written). */
 template <typename KF, typename... Args>
 static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, size_t smem, uint32_t* bar,
                                      uint32_t flags, cudaStream_t stream, Args... args) {
@@ -401,7 +403,9 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
  * routing has: whatever follows on the stream sees the whole call done. Without PDL it runs after the
  * routing, as a plain launch. Where a cooperative launch was refused, the paths that ran instead come
  * after the same zeroing launch. 16-byte streaming stores, four per thread per pass (mr_clear_bytes),
- * 128-thread CTAs (small enough to fit beside gxs), at most MR_TAIL_CTAS_PER_SM per SM. */
+ * 128-thread CTAs (small enough to fit beside gxs), at most SMs x MR_TAIL_CTAS_PER_SM of them (how they land on
+ * the SMs is the hardware's). v26: for segment rows there is no zeroing launch; the gate kernel before gxs waits
+ * for the earlier work before it lets gxs (and so this clear) start, and zeroes the counter before that. */
 /* v26 (knob gxs_gate_zero): route's gate kernel zeroes gxs's barrier word, in place of the zeroing launch */
 #ifndef MR_GXS_GATE_ZERO
 #define MR_GXS_GATE_ZERO 1
@@ -638,7 +642,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
   __syncthreads();
 
   /* A. the entries and the token masks (topk_ids are final: the zeroing launch waited for the
-   * previous work on the stream before this launch could start) */
+   * previous work on the stream before this launch could start; with MR_GX_ZEROED, the wait above) */
   const uint32_t t0 = c * a.R, nrows = min(a.R, a.T - t0), n = nrows * k;
   const int32_t* cid = ids + (size_t)t0 * k;
   const int32_t* ent = a.ent_sm ? (const int32_t*)ent_s : cid; /* phases B and D read the entries here */
