@@ -3,14 +3,7 @@
 # the paths before it, on a finer grid of T, for the sort entry point and for route (gate kernel + gxs), six
 # presets: the measurements behind gxs's new automatic rule. Correctness: gxs_lab's checks (every form).
 # Usage on the device, repo root: bash dev/lab_run69.sh
-set -u
-export PATH=$PATH:/usr/local/cuda/bin
-B=build-dev; T0=$SECONDS
-mkdir -p $OUT/lab
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $OUT/lab/build.log 2>&1 && cmake --build $B -j16 --target moeroute_static >> $OUT/lab/build.log 2>&1 || { tail -30 $OUT/lab/build.log; exit 1; }
-nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu $B/libmoeroute.a -o $B/gxs_lab > $OUT/lab/gxs_build.log 2>&1
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "tree: ${COMMIT:-?}"; } | tee $OUT/lab/env.log
-echo "built at $((SECONDS-T0)) s"
+. dev/lab_gxs_prelude.sh # (the same lines as the call ran, moved there in session 27)
 timeout ${GXS_S:-200} $B/gxs_lab --no-check --ts ${TS:-2048,3072,4096,6144,8192,12288,16384,24576,32768} \
   --models deepseek-r1-softmax,gpt-oss-120b,kimi-k2,qwen3-next,qwen3-235b,deepseek-r1 > $OUT/lab/gxs_grid.log 2>&1; echo "rc=$?" >> $OUT/lab/gxs_grid.log
 grep -E "^gxs |rc=" $OUT/lab/gxs_grid.log

@@ -7,14 +7,7 @@
 # "before" route at T = 2048 in the checks is gx's lean form, compared word for word with gxs's and the CPU sort):
 #   TS=1024,2048,4096,16384 CHK_S=90 bash dev/lab_run70.sh
 # then gx.cu's MR_GX_LEAN_BAR 1 and a results run.
-set -u
-export PATH=$PATH:/usr/local/cuda/bin
-B=build-dev; T0=$SECONDS
-mkdir -p $OUT/lab
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $OUT/lab/build.log 2>&1 && cmake --build $B -j16 --target moeroute_static >> $OUT/lab/build.log 2>&1 || { tail -30 $OUT/lab/build.log; exit 1; }
-nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu $B/libmoeroute.a -o $B/gxs_lab > $OUT/lab/gxs_build.log 2>&1
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "tree: ${COMMIT:-?}"; } | tee $OUT/lab/env.log
-echo "built at $((SECONDS-T0)) s"
+. dev/lab_gxs_prelude.sh # (the same lines as the call ran, moved there in session 27)
 timeout 60 $B/gxs_lab --no-check --ts ${TS:-1024,16384,65536} --models deepseek-r1-softmax,gpt-oss-120b > $OUT/lab/gxs_time.log 2>&1; echo "rc=$?" >> $OUT/lab/gxs_time.log
 grep -E "^gxs |v24|rc=" $OUT/lab/gxs_time.log
 ( timeout ${CHK_S:-60} $B/gxs_lab --no-time > $OUT/lab/gxs_check.log 2>&1; echo "rc=$?" >> $OUT/lab/gxs_check.log ) &

@@ -13,14 +13,7 @@
 # timing): COMMIT=<sha> BOUND=0 bash dev/lab_run72.sh
 # Call 74 (v25c, the gate kernel clearing a share first, knob clear_tail_gate, timed in --tail; a loss, removed
 # after the call: its code is commit 23552a4): COMMIT=23552a4 BOUND=0 TS=16384,32768,65536 bash dev/lab_run72.sh
-set -u
-export PATH=$PATH:/usr/local/cuda/bin
-B=build-dev; T0=$SECONDS
-mkdir -p $OUT/lab
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $OUT/lab/build.log 2>&1 && cmake --build $B -j16 --target moeroute_static >> $OUT/lab/build.log 2>&1 || { tail -30 $OUT/lab/build.log; exit 1; }
-nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu $B/libmoeroute.a -o $B/gxs_lab > $OUT/lab/gxs_build.log 2>&1
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "tree: ${COMMIT:-?}"; } | tee $OUT/lab/env.log
-echo "built at $((SECONDS-T0)) s"
+. dev/lab_gxs_prelude.sh # (the same lines as the call ran, moved there in session 27)
 timeout ${TAIL_S:-150} $B/gxs_lab --tail --ts ${TS:-1024,2048,4096,6144,8192,16384,32768,65536} > $OUT/lab/tail.log 2>&1; echo "rc=$?" >> $OUT/lab/tail.log
 grep -E "^tail|MISMATCH|moe_buf byte|rc=|failure" $OUT/lab/tail.log
 if [ "${BOUND:-1}" = 1 ]; then

@@ -6,14 +6,7 @@
 #  2. in parallel: gxs_lab's checks (every form word for word against the paths before gxs and the CPU sort; route
 #     by gxs with v26) and its quick set and --tail --quick under racecheck / synccheck / memcheck.
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run75.sh > $OUT/lab_summary.txt 2>&1
-set -u
-export PATH=$PATH:/usr/local/cuda/bin
-B=build-dev; T0=$SECONDS
-mkdir -p $OUT/lab
-cmake -S . -B $B -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON > $OUT/lab/build.log 2>&1 && cmake --build $B -j16 --target moeroute_static >> $OUT/lab/build.log 2>&1 || { tail -30 $OUT/lab/build.log; exit 1; }
-nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu $B/libmoeroute.a -o $B/gxs_lab > $OUT/lab/gxs_build.log 2>&1
-{ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader; echo "tree: ${COMMIT:-?}"; } | tee $OUT/lab/env.log
-echo "built at $((SECONDS-T0)) s"
+. dev/lab_gxs_prelude.sh # (the same lines as the call ran, moved there in session 27)
 timeout 50 $B/gxs_lab --no-check --ts 8192,16384,65536 --models deepseek-r1-softmax,gpt-oss-120b > $OUT/lab/gz_time.log 2>&1; echo "rc=$?" >> $OUT/lab/gz_time.log
 grep -E "^gxs |v26|rc=" $OUT/lab/gz_time.log | sed -E 's/.*route with both/   route with both/'
 timeout 40 $B/gxs_lab --tail --ts 32768,65536 --models deepseek-r1-softmax,gpt-oss-120b > $OUT/lab/tail.log 2>&1; echo "rc=$?" >> $OUT/lab/tail.log

@@ -546,7 +546,6 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
      * memory); mr_l_route_as_chain in large.cu */
     err = mr_cuda_launch_large_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace, s);
   }
-  if (mr_cuda_tune.clear_tail == 2) tail_counter = NULL; /* lab: the split by thread (v25's first form) */
   if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, tail_counter, s);
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   return MOEROUTE_OK;
@@ -603,7 +602,6 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
     err = mr_cuda_launch_mid_sort(&cfg, &so, buffers->topk_ids, wts, s);
   else
     err = mr_cuda_launch_general_sort(&cfg, &so, buffers->topk_ids, wts, buffers->workspace, s);
-  if (mr_cuda_tune.clear_tail == 2) tail_counter = NULL; /* lab: the split by thread (v25's first form) */
   if (err == cudaSuccess && tail_bytes != 0) err = mr_cuda_launch_clear_tail(tail_buf, tail_bytes, tail_counter, s);
   if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   return MOEROUTE_OK;

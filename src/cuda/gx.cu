@@ -475,6 +475,7 @@ __global__ void __launch_bounds__(MR_TAIL_THREADS) mr_clear_tail_kernel(unsigned
 extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t bytes, void* counter,
                                                  cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
+  if (mr_cuda_tune.clear_tail == 2) counter = nullptr; /* lab: the split by thread (v25's first form) */
   uint32_t* next = counter ? (uint32_t*)counter + MR_GX_TAIL_NEXT : nullptr;
   const size_t per_cta = next ? (size_t)MR_TAIL_PIECE * 16u * (MR_TAIL_THREADS / 32u)
                               : (size_t)MR_TAIL_THREADS * 16u * 4u; /* one round */
