@@ -445,6 +445,8 @@ typedef struct mr_cuda_tuning {
                             paths with a moe_buf). The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
+/* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */
+static inline int mr_knob_on(int knob, int auto_on) { return knob > 0 || (knob == 0 && auto_on); }
 
 /* Above the one-launch bounds, which path: 1 = the run-1 chain, 0 = the three
  * launches of large.cu. Measured (bench/results/run4, large_lab): large.cu is

@@ -78,7 +78,7 @@ static int mr_gx_auto(const mr_config* cfg) {
 #define MR_GX_LEAN_BAR 1
 #endif
 static uint32_t mr_gx_stagger(void) {
-  return mr_cuda_tune.gx_stagger > 0 || (mr_cuda_tune.gx_stagger == 0 && MR_GX_STAGGER);
+  return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
 
 typedef struct mr_gx_k {
@@ -411,7 +411,7 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
 #define MR_GXS_GATE_ZERO 1
 #endif
 extern "C" int mr_cuda_gxs_gate_zero_on(void) {
-  return mr_cuda_tune.gxs_gate_zero > 0 || (mr_cuda_tune.gxs_gate_zero == 0 && MR_GXS_GATE_ZERO);
+  return mr_knob_on(mr_cuda_tune.gxs_gate_zero, MR_GXS_GATE_ZERO);
 }
 
 #ifndef MR_CLEAR_TAIL
@@ -422,17 +422,16 @@ extern "C" int mr_cuda_gxs_gate_zero_on(void) {
  * T = 32768 172.05 / 164.83, 65536 349.77 / 324.46; GPT-OSS-120B 65536 139.58 / 136.76; Kimi-K2 32768 280.66 /
  * 271.03, 65536 549.92 / 544.16; Qwen3-Next 32768 125.67 / 106.74). Below it the results were mixed and mostly
  * worse (DeepSeek-R1 softmax 16384 84.63 / 89.36, GPT-OSS-120B 32768 71.70 / 88.65, 2048 9.72 / 12.38). The clear
- * overlaps only gxs (the gate kernel before it does not let the next launches start early) with the one
- * 128-thread CTA per SM that fits beside gxs, so the gain is at most the inside paths' excess over a memset
+ * overlaps gxs at most (it can start in the gate kernel's last wave, once gxs's CTAs are up) with the two
+ * 128-thread CTAs per SM that fit beside gxs, so the gain is at most the inside paths' excess over a memset
  * followed by the routing. The sort entry point keeps the clear inside (mixed: DeepSeek-R1 softmax 65536
  * 307.80 / 303.60, GPT-OSS-120B 65536 123.27 / 127.03, Qwen3-Next 32768 64.36 / 52.21). */
 #define MR_CLEAR_TAIL_MIN_N 262144
 #define MR_TAIL_THREADS 128
 #define MR_TAIL_CTAS_PER_SM 4
 extern "C" int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg) {
-  const int knob = mr_cuda_tune.clear_tail;
-  if (knob != 0) return knob > 0;
-  return MR_CLEAR_TAIL && op == MOEROUTE_OP_ROUTE && cfg->num_tokens * (int64_t)cfg->top_k >= MR_CLEAR_TAIL_MIN_N;
+  return mr_knob_on(mr_cuda_tune.clear_tail, MR_CLEAR_TAIL && op == MOEROUTE_OP_ROUTE &&
+                                                 cfg->num_tokens * (int64_t)cfg->top_k >= MR_CLEAR_TAIL_MIN_N);
 }
 
 #define MR_TAIL_PIECE 1024u /* units (16 B) per piece: 16 KB */
@@ -497,7 +496,7 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
 
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
-  const bool lean = mr_cuda_tune.gx_lean_bar > 0 || (mr_cuda_tune.gx_lean_bar == 0 && MR_GX_LEAN_BAR);
+  const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, true> : mr_gx_route_kernel<DT, EPL, L, false>, g->G,
                            MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar, g->tail ? MR_GX_TAIL : 0u,
                            stream, *p, *o, *g);
@@ -853,7 +852,6 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
  * 1 = on, -1 = off. The same bits either way. */
 #define MR_GXS_PLACE 1
 #define MR_GXS_XCHG 1
-static uint32_t mr_gxs_knob(int knob, int dflt) { return knob > 0 || (knob == 0 && dflt); }
 
 /* the plan: R rows per CTA, G CTAs (at most one per SM), the mask words, the read-back's row groups,
  * the v24 forms where they fit (place: its order in shared memory, the entries then read again from
@@ -878,8 +876,8 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   while (nrg > 1u && (g->Ep / 8u) * nrg > MR_GXS_THREADS) nrg >>= 1;
   g->nrg = nrg;
   g->rpl = (g->G + 31u) / 32u;
-  g->xchg = mr_gxs_knob(mr_cuda_tune.gxs_xchg, MR_GXS_XCHG) && g->rpl <= MR_GXS_RPL;
-  for (uint32_t place = mr_gxs_knob(mr_cuda_tune.gxs_place, MR_GXS_PLACE);; place = 0u) {
+  g->xchg = mr_knob_on(mr_cuda_tune.gxs_xchg, MR_GXS_XCHG) && g->rpl <= MR_GXS_RPL;
+  for (uint32_t place = (uint32_t)mr_knob_on(mr_cuda_tune.gxs_place, MR_GXS_PLACE);; place = 0u) {
     g->place = place;
     g->ent_sm = 1u;
     *smem = mr_gxs_smem(g->E, g->R, g->k, g->W, 1u, place);
@@ -970,7 +968,7 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.probe = (uint32_t)mr_cuda_tune.gxs_probe;
   g.stagger = mr_gx_stagger();
   g.zeroed = (flags & MR_GX_ZEROED) != 0;
-  const bool lean = mr_gxs_knob(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR); /* v24b: each form its own instantiation */
+  const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0; /* v24b: each form its own instantiation */
   return mr_gx_coop_launch(lean ? mr_gxs_sort_kernel<true> : mr_gxs_sort_kernel<false>, g.G, MR_GXS_THREADS, smem,
                            g.bar, (uint32_t)flags, stream, topk_ids, topk_weights, *o, g);
 }

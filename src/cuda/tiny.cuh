@@ -922,7 +922,7 @@ static inline int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args*
  * GPT-OSS-120B T = 2 2.52 / 2.31; Qwen3-235B T = 4 2.77 / 2.49; but Qwen3-Next (E = 512,
  * 16 words) T = 2 3.33 / 3.46. */
 static inline uint32_t mr_tiny_op_regs(const mr_config* cfg) {
-  return mr_cuda_tune.tiny_op_regs > 0 || (mr_cuda_tune.tiny_op_regs == 0 && cfg->num_experts <= 256) ? 1u : 0u;
+  return mr_knob_on(mr_cuda_tune.tiny_op_regs, cfg->num_experts <= 256) ? 1u : 0u;
 }
 
 /* The v17 forms' automatic rules (perf-log v17; lab call 53, dev/runs/run53, H100, kernel metric,
@@ -936,8 +936,6 @@ static inline uint32_t mr_tiny_op_regs(const mr_config* cfg) {
 static inline int mr_tiny_own_auto(const mr_config* cfg) {
   return cfg->top_k <= 4 && cfg->num_tokens * cfg->top_k <= 16;
 }
-/* A lab knob with 0 = its automatic rule, > 0 = on, < 0 = off. */
-static inline int mr_tiny_knob_on(int knob, int auto_on) { return knob > 0 || (knob == 0 && auto_on); }
 
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
 static inline void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
@@ -990,7 +988,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->gate_warps = cfg->num_tokens < groups ? (int32_t)cfg->num_tokens : groups;
     K->scratch_words = mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts));
     if (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words > MR_TINY_SMEM_BYTES / 4u) return 0;
-    K->ru = mr_tiny_knob_on(mr_cuda_tune.wide_rank_unroll, MR_TINY_RU_AUTO) &&
+    K->ru = mr_knob_on(mr_cuda_tune.wide_rank_unroll, MR_TINY_RU_AUTO) &&
                     mr_gate_kind(a, cfg->dtype) == MR_KIND_GROUPED
                 ? 1
                 : 0;
@@ -1005,7 +1003,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
-    K->own = mr_tiny_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) && !K->warm ? 1 : 0; /* 256 and 512 threads */
+    K->own = mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) && !K->warm ? 1 : 0; /* 256 and 512 threads */
     K->ctas_log2 = mr_tiny_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
