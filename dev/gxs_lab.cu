@@ -18,7 +18,9 @@
  * 3. --tail (v25, knob clear_tail): route and sort with a moe_buf, the clear inside the routing's launches
  *    against the clear as a launch of its own after gx / gxs (by 16 KB pieces, and split by thread): checked (outputs word for word, the sort against
  *    the CPU, moe_buf zero) and timed beside a memset of the same buffer (tail_case below).
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail] [--ts 1024,4096,...] [--models a,b]
+ * 4. --head (v27, knobs p_seg_chain, clear_head): route with a moe_buf by P's forms, the head clear among them
+ *    (head_case below): checked and timed as --tail.
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head] [--ts 1024,4096,...] [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -420,6 +422,81 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
   return bad != 0;
 }
 
+/* --head (v27, knobs p_seg_chain, clear_head, clear_head_ctas; large.cu): route WITH a moe_buf by P for rows the
+ * gate kernel segments, in its forms: the capped gate beside P's clear (the default below T*k = 131072), the
+ * chain's order (gate kernel, zeroing launch, P; the default from 131072), and the chain's order with a head share
+ * of moe_buf cleared by a launch of its own before the gate kernel, which runs beside it (4 / 8 / 12 %, 1 CTA per
+ * SM; 8 % with 2): every output word for word against the chain's order, that one's sort against the CPU sort,
+ * moe_buf zero after each (poisoned before); then the kernel metric of each, beside a memset of the same buffer, the
+ * default route + buf, the sort + buf and route without the buffer. The tail clear (clear_tail) is off in the
+ * forms: they are P's. */
+enum { NHEAD = 7 };
+static const char* head_name[NHEAD] = {"capped", "chain", "head4", "head8", "head12", "head8x2", "default"};
+static void head_form(int f) {
+  static const int chain[NHEAD] = {-1, 1, 0, 0, 0, 0, 0}, pct[NHEAD] = {-1, -1, 4, 8, 12, 8, 0},
+                   ctas[NHEAD] = {0, 0, 1, 1, 1, 2, 0}, tail[NHEAD] = {-1, -1, -1, -1, -1, -1, 0};
+  mr_cuda_tune.p_seg_chain = chain[f];
+  mr_cuda_tune.clear_head = pct[f];
+  mr_cuda_tune.clear_head_ctas = ctas[f];
+  mr_cuda_tune.clear_tail = tail[f];
+}
+static int head_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
+  Case c;
+  g_with_buf = 1;
+  const int rc = setup(&c, model, T, 0, 0x4ead0u + (uint64_t)T);
+  g_with_buf = 0;
+  if (rc != 0) {
+    printf("head %s T=%d: setup failed\n", model, T);
+    return 1;
+  }
+  int bad = 0;
+  if (do_check) {
+    uint32_t** h[NHEAD];
+    for (int f = 0; f < NHEAD; ++f) {
+      head_form(f);
+      poison(&c, 0);
+      CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
+      bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+      if (!buf_is_zero(&c)) {
+        printf("   %s: moe_buf not zero\n", head_name[f]);
+        ++bad;
+      }
+      h[f] = fetch(&c, 0);
+      if (f == 1) { /* the CPU sort of this top-k (without the moe_buf: no host copy of it; checked above) */
+        const size_t nb = c.p.moe_buf_bytes;
+        c.p.moe_buf_bytes = 0;
+        bad += cpu_check(&c, h[1]);
+        c.p.moe_buf_bytes = nb;
+      }
+    }
+    for (int f = 0; f < NHEAD; ++f) {
+      if (f != 1) bad += cmp(head_name[f], h[f], h[1], c.len, 0);
+      free_h(h[f]);
+    }
+  }
+  if (do_time) {
+    double r[NHEAD];
+    for (int f = 0; f < NHEAD; ++f) {
+      head_form(f);
+      r[f] = time_calls(&c, 0, s);
+    }
+    head_form(NHEAD - 1);
+    const double so = time_calls(&c, 1, s), ms = time_calls(&c, 2, s);
+    const size_t nb = c.p.moe_buf_bytes;
+    c.p.moe_buf_bytes = 0;
+    const double rn = time_calls(&c, 0, s);
+    c.p.moe_buf_bytes = nb;
+    printf("head %-20s T=%6d memset %8.2f | route+buf", model, T, ms);
+    for (int f = 0; f < NHEAD; ++f) printf(" %s %8.2f (%.3f)", head_name[f], r[f], r[f] / ms);
+    printf(" | sort+buf %8.2f | route w/o buf %7.2f%s\n", so, rn, bad ? "  WRONG" : "");
+  } else {
+    printf("head check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
+  }
+  head_form(NHEAD - 1);
+  release(&c);
+  return bad != 0;
+}
+
 int main(int argc, char** argv) {
   int do_time = 1, quick = 0, probes = 0, do_check = 1, tail = 0;
   int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
@@ -431,6 +508,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--quick")) quick = 1; /* the sanitizers' set: T = 5, 2048, 4097, no timing */
     if (!strcmp(argv[i], "--probes")) probes = 1; /* gxs's phases timed by its probes (outputs wrong) */
     if (!strcmp(argv[i], "--tail")) tail = 1;     /* v25: moe_buf by a launch of its own (knob clear_tail) */
+    if (!strcmp(argv[i], "--head")) tail = 2;     /* v27: route + buf by P's forms (knobs p_seg_chain, clear_head) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
@@ -453,10 +531,16 @@ int main(int argc, char** argv) {
       ts[0] = 2048;
       ts[1] = 6500;
     }
+    if (quick && tail == 2) { /* the sanitizers' set for --head: DeepSeek-R1 softmax at two T (the forms forced) */
+      ts[0] = 4096;
+      ts[1] = 8192;
+    }
     for (int m = 0; m < nm; ++m)
-      for (int j = 0; j < nts; ++j) fails += tail_case(models[m], ts[j], do_check, do_time && !quick, s);
+      for (int j = 0; j < nts; ++j)
+        fails += tail == 2 ? head_case(models[m], ts[j], do_check, do_time && !quick, s)
+                           : tail_case(models[m], ts[j], do_check, do_time && !quick, s);
     CK(cudaStreamDestroy(s));
-    printf("gxs lab --tail: %d failure(s)\n", fails);
+    printf("gxs lab --%s: %d failure(s)\n", tail == 2 ? "head" : "tail", fails);
     return fails ? 1 : 0;
   }
   const int checks[] = {1, 5, 133, 1000, 2048, 4097, 16384, 40000}, qchecks[] = {5, 2048, 4097}; /* 2048: route's

@@ -2035,6 +2035,10 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 65535, 2, 0}, /* (k = 4) */
       {"qwen3-next", 26214, 2, 0},   /* (k = 10: 262140 -> 262150) */
       {"qwen3-next", 50688, 2, 0},   /* gxs up to 50688 (E = 512), then the paths before it */
+      /* route with a moe_buf by P, rows the gate kernel segments (v27, large.cu MR_P_SEG_CHAIN_MIN_N): the capped
+         gate beside P's clear below T*k = 131072, the chain's order (gate kernel, zeroing launch, P) from it */
+      {"ds-softmax", 16383, 0, 0},   /* 131064 -> 131072 */
+      {"gpt-oss-120b", 32767, 0, 0}, /* (k = 4: 131068 -> 131072) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)

@@ -1,0 +1,20 @@
+#!/bin/bash
+# Device call 76 (session 28): v27, route with a moe_buf by P for the rows the gate kernel segments: the chain's
+# order from T*k = 131072 (knob p_seg_chain, on in the tree) and the head clear (knob clear_head, off in the tree):
+#  1. gxs_lab --head timing + checks: every form (capped, chain, head 4 / 8 / 12 %, head 8 % with 2 CTAs per SM,
+#     default) word for word against the chain's order, moe_buf zero, the chain's sort against the CPU; DeepSeek-R1
+#     softmax and GPT-OSS-120B at T = 2048 - 65536 (HEAD_TS).
+#  2. in parallel: gxs_lab --head --quick under memcheck / racecheck / synccheck.
+# Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run76.sh > $OUT/lab_summary.txt 2>&1
+. dev/lab_gxs_prelude.sh
+timeout ${HEAD_S:-170} $B/gxs_lab --head --ts ${HEAD_TS:-2048,4096,8192,16384,32768,65536} \
+  --models deepseek-r1-softmax,gpt-oss-120b > $OUT/lab/head.log 2>&1; echo "rc=$?" >> $OUT/lab/head.log
+grep -E "^head|MISMATCH|not zero|failure|rc=" $OUT/lab/head.log
+for t in memcheck racecheck synccheck; do
+  ( timeout ${CHK_S:-90} compute-sanitizer --tool $t --error-exitcode 9 --print-limit 10 $B/gxs_lab --head --quick \
+      > $OUT/lab/head_$t.log 2>&1; echo "rc=$?" >> $OUT/lab/head_$t.log ) &
+done
+wait
+for t in memcheck racecheck synccheck; do echo "== head $t: $(grep -E "failure|SUMMARY|rc=" $OUT/lab/head_$t.log | tail -3 | tr '\n' ' ')"; done | tee $OUT/lab/verdicts.log
+echo "all done at $((SECONDS-T0)) s"
+tar czf $OUT/lab.tgz -C $OUT lab && rm -rf $OUT/lab
