@@ -469,10 +469,9 @@ static int head_case(const char* model, int T, int do_check, int do_time, cudaSt
         c.p.moe_buf_bytes = nb;
       }
     }
-    for (int f = 0; f < NHEAD; ++f) {
+    for (int f = 0; f < NHEAD; ++f)
       if (f != 1) bad += cmp(head_name[f], h[f], h[1], c.len, 0);
-      free_h(h[f]);
-    }
+    for (int f = 0; f < NHEAD; ++f) free_h(h[f]);
   }
   if (do_time) {
     double r[NHEAD];
