@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 76 (session 28): v27, route with a moe_buf by P for the rows the gate kernel segments: the chain's
+# Device calls 76 - 78 (session 28): v27, route with a moe_buf by P for the rows the gate kernel segments: the chain's
 # order from T*k = 131072 (knob p_seg_chain, on in the tree) and the head clear (knob clear_head, off in the tree):
 #  1. gxs_lab --head timing + checks: every form (capped, chain, head 4 / 8 / 12 %, head 8 % with 2 CTAs per SM,
 #     default) word for word against the chain's order, moe_buf zero, the chain's sort against the CPU; DeepSeek-R1

@@ -453,6 +453,9 @@ typedef struct mr_cuda_tuning {
                             waits for it at its end; P clears the rest (v27, large.cu): 0 = auto
                             (MR_CLEAR_HEAD_PCT), > 0 = that percent (1 - 90), -1 = off. The same bits either way */
   int clear_head_ctas;   /* the head clear's 128-thread CTAs per SM: 0 = auto (MR_CLEAR_HEAD_CTAS), 1 - 4 */
+  int carveout_clear;    /* lab (v27b): the head clear's preferred shared-memory carveout (cudaFuncAttribute-
+                            PreferredSharedMemoryCarveout, percent) set before its launch when it changes; 0 = never set */
+  int carveout_gate;     /* lab (v27b): the same for the segment gate kernel's instantiation being launched */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */

@@ -170,6 +170,12 @@ static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float*
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
+  static int carve = 0; /* lab (knob carveout_gate, v27b): set where it changes, per instantiation */
+  if (mr_cuda_tune.carveout_gate != carve) {
+    carve = mr_cuda_tune.carveout_gate;
+    MR_TRY(cudaFuncSetAttribute(mr_gate_seg_kernel<DT, EPS, LPR, L, PK>, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                carve > 0 ? carve : -1));
+  }
   MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_seg_kernel<DT, EPS, LPR, L, PK>, *p, topk_ids, topk_weights, clear_buf,
                             clear_bytes, clear, filt, (uint32_t)mr_gate_head));
   return cudaSuccess;

@@ -1229,6 +1229,12 @@ static cudaError_t mr_l_launch_clear_head(unsigned char* buf, size_t bytes, cuda
   const int per = mr_cuda_tune.clear_head_ctas > 0 ? mr_cuda_tune.clear_head_ctas : MR_CLEAR_HEAD_CTAS;
   cudaLaunchAttribute attr;
   cudaLaunchConfig_t lc = mr_l_config((unsigned)(mr_cuda_sm_count() * per), 128, 0, stream, mr_l_pdl(), &attr);
+  static int carve = 0; /* lab (knob carveout_clear, v27b): set where it changes (outside capture in the lab) */
+  if (mr_cuda_tune.carveout_clear != carve) {
+    carve = mr_cuda_tune.carveout_clear;
+    MR_TRY(cudaFuncSetAttribute(mr_clear_head_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                carve > 0 ? carve : -1));
+  }
   MR_TRY(cudaLaunchKernelEx(&lc, mr_clear_head_kernel, buf, bytes));
   return cudaSuccess;
 }
