@@ -278,9 +278,6 @@ static void gen_case(Case* c) {
   static const int Pc[] = {0, 0, 0, 300, -100}; /* P's clearing warps throttled (v21): off / sleep / pause at barriers */
   c->tune.persist_clear_ns = pick(Pc, 5);
   c->tune.p_seg_chain = irand(3) - 1; /* route + buf by P, segmented rows: the capped gate / auto / the chain's order (v27) */
-  static const int Hc[] = {-1, 0, 0, 3, 20}; /* the head clear's share before the gate kernel (v27): off / auto / 3 / 20 % */
-  c->tune.clear_head = pick(Hc, 5);
-  c->tune.clear_head_ctas = irand(3); /* its CTAs per SM: auto / 1 / 2 */
 }
 
 /* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:
@@ -960,7 +957,7 @@ int main(int argc, char** argv) {
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
                "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d clear_tail=%d gxs_gate_zero=%d persist=%d "
-               "p_seg_chain=%d clear_head=%d clear_head_ctas=%d\n",
+               "p_seg_chain=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
@@ -968,7 +965,7 @@ int main(int argc, char** argv) {
                c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form,
                c.tune.persist_clear_ns, c.tune.gx, c.tune.gxs, c.tune.gx_stagger,
                c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.clear_tail, c.tune.gxs_gate_zero, c.tune.persist,
-               c.tune.p_seg_chain, c.tune.clear_head, c.tune.clear_head_ctas);
+               c.tune.p_seg_chain);
       free(h.logits);
       free(h.bias);
       free(h.mask);

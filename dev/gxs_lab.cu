@@ -18,8 +18,8 @@
  * 3. --tail (v25, knob clear_tail): route and sort with a moe_buf, the clear inside the routing's launches
  *    against the clear as a launch of its own after gx / gxs (by 16 KB pieces, and split by thread): checked (outputs word for word, the sort against
  *    the CPU, moe_buf zero) and timed beside a memset of the same buffer (tail_case below).
- * 4. --head (v27, knobs p_seg_chain, clear_head): route with a moe_buf by P's forms, the head clear among them
- *    (head_case below): checked and timed as --tail.
+ * 4. --head (v27, knob p_seg_chain): route with a moe_buf by P's two forms for segmented rows (head_case below):
+ *    checked and timed as --tail.
  * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head] [--ts 1024,4096,...] [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -422,29 +422,22 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
   return bad != 0;
 }
 
-/* --head (v27, knobs p_seg_chain, clear_head, clear_head_ctas; large.cu): route WITH a moe_buf by P for rows the
- * gate kernel segments, in its forms: the capped gate beside P's clear (the default below T*k = 131072), the
- * chain's order (gate kernel, zeroing launch, P; the default from 131072), and the chain's order with a head share
- * of moe_buf cleared by a launch of its own before the gate kernel, which runs beside it (4 / 8 / 12 %, 1 CTA per
- * SM; 8 % with 2): every output word for word against the chain's order, that one's sort against the CPU sort,
- * moe_buf zero after each (poisoned before); then the kernel metric of each, beside a memset of the same buffer, the
- * default route + buf, the sort + buf and route without the buffer. The tail clear (clear_tail) is off in the
- * forms: they are P's. */
-/* v27b (lab call 78): the carveout forms, the head clear's (c100: 100 % shared memory preferred) or the gate kernel's
- * (the capped form: gate c100), after lab call 77 found no overlap in the head forms */
-enum { NHEAD = 8 };
-static const char* head_name[NHEAD] = {"capped", "chain", "head8", "head8-c100", "head16-c100", "capped-gc100",
-                                       "chain-gc100", "default"};
+/* --head (v27, knob p_seg_chain; large.cu): route WITH a moe_buf by P for rows the gate kernel segments, in its two
+ * forms: the capped gate beside P's clear and the chain's order (gate kernel, zeroing launch, P), and the default:
+ * every output word for word against the chain's order, that one's sort against the CPU sort, moe_buf zero after
+ * each (poisoned before); then the kernel metric of each, beside a memset of the same buffer, the sort + buf and
+ * route without the buffer. The tail clear (clear_tail) is off in the two forms: they are P's. Lab calls 77 - 78
+ * (session 28) also timed a head clear before the gate kernel (4 - 16 % of moe_buf, 1 - 2 CTAs per SM, with and
+ * without a preferred carveout): slower or even everywhere, removed (commit 5d8445f has it; perf-log v27). */
+/* capped-filter (lab call 79): the capped form with the gate kernel's filter forced (knob gate_seg_filter = 1; the
+ * automatic rule keeps the filter out of a gate launch beside a clear) */
+enum { NHEAD = 4 };
+static const char* head_name[NHEAD] = {"capped", "chain", "capped-filter", "default"};
 static void head_form(int f) {
-  static const int chain[NHEAD] = {-1, 1, 0, 0, 0, -1, 1, 0}, pct[NHEAD] = {-1, -1, 8, 8, 16, -1, -1, 0},
-                   ctas[NHEAD] = {0, 0, 1, 1, 1, 0, 0, 0}, tail[NHEAD] = {-1, -1, -1, -1, -1, -1, -1, 0},
-                   cc[NHEAD] = {0, 0, 0, 100, 100, 0, 0, 0}, cg[NHEAD] = {0, 0, 0, 0, 0, 100, 100, 0};
+  static const int chain[NHEAD] = {-1, 1, -1, 0}, tail[NHEAD] = {-1, -1, -1, 0}, filt[NHEAD] = {0, 0, 1, 0};
   mr_cuda_tune.p_seg_chain = chain[f];
-  mr_cuda_tune.clear_head = pct[f];
-  mr_cuda_tune.clear_head_ctas = ctas[f];
   mr_cuda_tune.clear_tail = tail[f];
-  mr_cuda_tune.carveout_clear = cc[f];
-  mr_cuda_tune.carveout_gate = cg[f];
+  mr_cuda_tune.gate_seg_filter = filt[f];
 }
 static int head_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
   Case c;
@@ -483,11 +476,9 @@ static int head_case(const char* model, int T, int do_check, int do_time, cudaSt
     double r[NHEAD];
     for (int f = 0; f < NHEAD; ++f) {
       head_form(f);
-      bad += run_op(&c, MOEROUTE_OP_ROUTE, s); /* outside the capture: the carveout forms set their attribute here */
       r[f] = time_calls(&c, 0, s);
     }
     head_form(NHEAD - 1);
-    bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
     const double so = time_calls(&c, 1, s), ms = time_calls(&c, 2, s);
     const size_t nb = c.p.moe_buf_bytes;
     c.p.moe_buf_bytes = 0;
@@ -515,7 +506,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--quick")) quick = 1; /* the sanitizers' set: T = 5, 2048, 4097, no timing */
     if (!strcmp(argv[i], "--probes")) probes = 1; /* gxs's phases timed by its probes (outputs wrong) */
     if (!strcmp(argv[i], "--tail")) tail = 1;     /* v25: moe_buf by a launch of its own (knob clear_tail) */
-    if (!strcmp(argv[i], "--head")) tail = 2;     /* v27: route + buf by P's forms (knobs p_seg_chain, clear_head) */
+    if (!strcmp(argv[i], "--head")) tail = 2;     /* v27: route + buf by P's forms (knob p_seg_chain) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);

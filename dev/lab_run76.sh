@@ -1,10 +1,12 @@
 #!/bin/bash
 # Device calls 76 - 78 (session 28): v27, route with a moe_buf by P for the rows the gate kernel segments: the chain's
-# order from T*k = 131072 (knob p_seg_chain, on in the tree) and the head clear (knob clear_head, off in the tree):
-#  1. gxs_lab --head timing + checks: every form (capped, chain, head 4 / 8 / 12 %, head 8 % with 2 CTAs per SM,
-#     default) word for word against the chain's order, moe_buf zero, the chain's sort against the CPU; DeepSeek-R1
-#     softmax and GPT-OSS-120B at T = 2048 - 65536 (HEAD_TS).
-#  2. in parallel: gxs_lab --head --quick under memcheck / racecheck / synccheck.
+# order from a bound (knob p_seg_chain) and, in calls 76 - 78, a head clear before the gate kernel (knob clear_head,
+# removed after call 78: commit 5d8445f has it and the forms the calls timed; perf-log v27):
+#  1. gxs_lab --head timing + checks: every form word for word against the chain's order, moe_buf zero, the chain's
+#     sort against the CPU; DeepSeek-R1 softmax and GPT-OSS-120B at the T of HEAD_TS.
+#  2. then gxs_lab --head --quick under memcheck / racecheck / synccheck, in parallel.
+# Call 77: COMMIT=d49104f HEAD_TS=4096,8192,16384,32768,65536; call 78: COMMIT=5d8445f HEAD_TS=4096,8192,16384,65536
+# CHK_S=80 (call 76, 594beaa, crashed in the lab's own check: a freed host copy).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run76.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 timeout ${HEAD_S:-170} $B/gxs_lab --head --ts ${HEAD_TS:-2048,4096,8192,16384,32768,65536} \

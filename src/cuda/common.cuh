@@ -446,16 +446,8 @@ typedef struct mr_cuda_tuning {
   int p_seg_chain;       /* route with a moe_buf by P (large.cu), rows the gate kernel segments: the chain's order
                             (the gate kernel uncapped, with its filter, then the zeroing launch and P) instead of the
                             zeroing launch, the gate kernel capped at 512 threads per SM and P beside it (v27):
-                            0 = auto (large.cu MR_P_SEG_CHAIN_MIN_N: from T*k = 131072), 1 = always, -1 = never */
-  int clear_head;        /* route with a moe_buf by P in the chain's order (segmented rows): the first clear_head
-                            percent of moe_buf cleared by a launch of its own BEFORE the gate kernel, which runs
-                            beside it (no wait at its start, capped at 768 threads per SM, its filter kept) and
-                            waits for it at its end; P clears the rest (v27, large.cu): 0 = auto
-                            (MR_CLEAR_HEAD_PCT), > 0 = that percent (1 - 90), -1 = off. The same bits either way */
-  int clear_head_ctas;   /* the head clear's 128-thread CTAs per SM: 0 = auto (MR_CLEAR_HEAD_CTAS), 1 - 4 */
-  int carveout_clear;    /* lab (v27b): the head clear's preferred shared-memory carveout (cudaFuncAttribute-
-                            PreferredSharedMemoryCarveout, percent) set before its launch when it changes; 0 = never set */
-  int carveout_gate;     /* lab (v27b): the same for the segment gate kernel's instantiation being launched */
+                            0 = auto (large.cu mr_l_p_seg_chain: from T*k = 65536 where E > 128, else 131072),
+                            1 = always, -1 = never. The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */
@@ -527,14 +519,6 @@ cudaError_t mr_cuda_launch_gate_clear(const mr_config* cfg, const mr_gate_args* 
 /* The same with at most threads_per_sm of the gate launch's threads per SM (0 = no cap). */
 cudaError_t mr_cuda_launch_gate_capped(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
                                        float* topk_weights, unsigned threads_per_sm, cudaStream_t stream);
-
-/* v27 (knob clear_head): the segment gate launch that runs beside a clear launched before it (large.cu
- * mr_cuda_launch_clear_head): it does not wait for that launch at its start (nothing it reads comes from it: the
- * clear's own wait covered the earlier work) and waits for it at its end, so that its completion implies the
- * clear's; at most threads_per_sm of its threads per SM (one wave: each CTA holds its slot until the clear is
- * done), its filter kept. Segment rows only, else cudaErrorNotSupported and nothing launched. */
-cudaError_t mr_cuda_launch_gate_head(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
-                                     float* topk_weights, unsigned threads_per_sm, cudaStream_t stream);
 
 /* sort.cu: the one-launch sort for small T*k, and the general multi-kernel sort. */
 int mr_cuda_small_sort_fits(const mr_config* cfg);

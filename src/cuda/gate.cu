@@ -19,8 +19,6 @@
  * only around mr_cuda_launch_gate_capped (thread-local, so concurrent callers do
  * not see each other's). */
 static __thread unsigned mr_gate_threads_cap = 0;
-/* The head form (v27) for the current call: set only around mr_cuda_launch_gate_head (thread-local too) */
-static __thread int mr_gate_head = 0;
 /* grid, at most `cap` CTAs of `threads` threads, and within the call's cap per SM */
 static int64_t mr_gate_grid(int64_t grid, int64_t cap, unsigned threads) {
   if (mr_gate_threads_cap != 0) {
@@ -40,8 +38,8 @@ static int64_t mr_gate_grid(int64_t grid, int64_t cap, unsigned threads) {
  * as v25's zeroing launch did).
  * Only the segment kernel has it (results run 42 had it in every gate kernel: the chain gate + sort at T = 2 - 4,
  * the warp-per-row and wide kernels, measured ~0.1 us slower; the segment kernel runs at T >= 1024 only). */
-__device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t clear_bytes, uint32_t head) {
-  if (!head) mr_pdl_wait(); /* v27's head form: the launch before is a clear beside which this one runs */
+__device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t clear_bytes) {
+  mr_pdl_wait();
   if (clear_bytes == 0 && clear_buf != nullptr && blockIdx.x == 0) { /* CTA-uniform */
     if (threadIdx.x == 0) {
       uint32_t* w = (uint32_t*)clear_buf;
@@ -101,9 +99,8 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
 template <int DT, int EPS, int LPR, int L, bool PK = false>
 __global__ void __launch_bounds__(MR_SEG_THREADS)
     mr_gate_seg_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
-                       unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas, int filt,
-                       uint32_t head) {
-  mr_gate_enter(clear_buf, clear_bytes, head);
+                       unsigned char* clear_buf, size_t clear_bytes, uint32_t clear_ctas, int filt) {
+  mr_gate_enter(clear_buf, clear_bytes);
   if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
   constexpr int RPW = 32 / LPR; /* rows per warp step */
   const uint32_t lane = threadIdx.x & 31u, sl = lane & (LPR - 1u), seg = lane / LPR;
@@ -132,7 +129,6 @@ __global__ void __launch_bounds__(MR_SEG_THREADS)
       topk_weights[t * k + sl] = w;
     }
   }
-  if (head) mr_pdl_wait(); /* v27: complete only after the clear launched before this one */
 }
 
 /* Lanes per row of the segment kernel for cfg, 0 = the warp-per-row kernel.
@@ -170,14 +166,8 @@ static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float*
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
-  static int carve = 0; /* lab (knob carveout_gate, v27b): set where it changes, per instantiation */
-  if (mr_cuda_tune.carveout_gate != carve) {
-    carve = mr_cuda_tune.carveout_gate;
-    MR_TRY(cudaFuncSetAttribute(mr_gate_seg_kernel<DT, EPS, LPR, L, PK>, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                carve > 0 ? carve : -1));
-  }
   MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_seg_kernel<DT, EPS, LPR, L, PK>, *p, topk_ids, topk_weights, clear_buf,
-                            clear_bytes, clear, filt, (uint32_t)mr_gate_head));
+                            clear_bytes, clear, filt));
   return cudaSuccess;
 }
 
@@ -390,8 +380,7 @@ static cudaError_t mr_gate_launch(const mr_config* cfg, const mr_gate_args* a, i
   const int lpr = mr_gate_seg_lpr(cfg, kind);
   if (lpr != 0) {
     /* the filter (gate.cuh mr_seg_filter_on), never beside a clear unless the knob forces it */
-    const int beside = (clear_bytes > 0 || (mr_gate_threads_cap != 0 && !mr_gate_head)) &&
-                       mr_cuda_tune.gate_seg_filter <= 0;
+    const int beside = (clear_bytes > 0 || mr_gate_threads_cap != 0) && mr_cuda_tune.gate_seg_filter <= 0;
     bool pk;
     int32_t filt;
     mr_seg_gate_form(cfg->num_tokens, p.top_k, epl, lpr, beside, &pk, &filt); /* gate.cuh */
@@ -442,17 +431,5 @@ extern "C" cudaError_t mr_cuda_launch_gate_capped(const mr_config* cfg, const mr
   mr_gate_threads_cap = threads_per_sm;
   const cudaError_t err = mr_gate_launch(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
   mr_gate_threads_cap = 0;
-  return err;
-}
-
-/* v27: the segment gate launch beside the head clear (common.cuh; large.cu's route with a moe_buf by P) */
-extern "C" cudaError_t mr_cuda_launch_gate_head(const mr_config* cfg, const mr_gate_args* a, int32_t* topk_ids,
-                                                float* topk_weights, unsigned threads_per_sm, cudaStream_t stream) {
-  if (mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype)) == 0) return cudaErrorNotSupported; /* segment rows only */
-  mr_gate_threads_cap = threads_per_sm;
-  mr_gate_head = 1;
-  const cudaError_t err = mr_gate_launch(cfg, a, topk_ids, topk_weights, NULL, 0, stream);
-  mr_gate_threads_cap = 0;
-  mr_gate_head = 0;
   return err;
 }

@@ -1207,56 +1207,21 @@ extern "C" cudaError_t mr_cuda_launch_persist_sort(const mr_config* cfg, const m
   return err;
 }
 
-/* ---- v27: the head clear (knob clear_head) -----------------------------------------------------------
- * Route with a moe_buf by P in the chain's order spends the gate kernel's whole time (~5.5 us at DeepSeek-R1
- * softmax T = 16384 on the H100) before P starts, and P's sort with its clear takes about the memset's time alone
- * (sort + buf / memset 1.028 at 16384, results run 42): the gating is the excess. The head form clears the first
- * share of moe_buf by a launch of its own that lets the gate kernel start at once beside it: the gating runs under
- * that share's stores, P clears the rest. The head clear is the call's first launch: it waits for the earlier work
- * (the caller's kernels may still read moe_buf) before it lets the gate kernel start or stores anything. The gate
- * kernel does not wait for it at its start (its logits come from the earlier work, complete by then) and waits at
- * its end, so that each launch of the call completes after the one before it. Shares fixed by thread: there is no
- * zeroed counter before the call's first launch. */
-#define MR_CLEAR_HEAD_PCT 0   /* the automatic share: off until a lab call measures the form */
-#define MR_CLEAR_HEAD_CTAS 1  /* 128-thread CTAs per SM: beside three 256-thread gate CTAs of 64 registers */
-#define MR_CLEAR_HEAD_GATE_TPSM 768u
-__global__ void __launch_bounds__(128) mr_clear_head_kernel(unsigned char* buf, size_t bytes) {
-  mr_pdl_wait();              /* the caller's earlier work may still read moe_buf */
-  mr_pdl_launch_dependents(); /* the gate kernel comes up beside this clear */
-  mr_clear_bytes(buf, bytes, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
-}
-static cudaError_t mr_l_launch_clear_head(unsigned char* buf, size_t bytes, cudaStream_t stream) {
-  const int per = mr_cuda_tune.clear_head_ctas > 0 ? mr_cuda_tune.clear_head_ctas : MR_CLEAR_HEAD_CTAS;
-  cudaLaunchAttribute attr;
-  cudaLaunchConfig_t lc = mr_l_config((unsigned)(mr_cuda_sm_count() * per), 128, 0, stream, mr_l_pdl(), &attr);
-  static int carve = 0; /* lab (knob carveout_clear, v27b): set where it changes (outside capture in the lab) */
-  if (mr_cuda_tune.carveout_clear != carve) {
-    carve = mr_cuda_tune.carveout_clear;
-    MR_TRY(cudaFuncSetAttribute(mr_clear_head_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                carve > 0 ? carve : -1));
-  }
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_clear_head_kernel, buf, bytes));
-  return cudaSuccess;
-}
-/* The head share in bytes (a multiple of 16 KB; 0 = no head clear) */
-static size_t mr_l_clear_head_bytes(size_t bytes) {
-  const int knob = mr_cuda_tune.clear_head;
-  const int pct = knob > 0 ? (knob > 90 ? 90 : knob) : knob < 0 ? 0 : MR_CLEAR_HEAD_PCT;
-  return bytes / 100u * (size_t)pct & ~(size_t)16383u;
-}
-
 /* Route with a moe_buf by P, rows the gate kernel segments: the chain's order (the gate kernel uncapped with its
- * filter, then the zeroing launch and P) from T*k = 131072, the capped gate beside P's clear below (v27). Results
- * runs 41 / 42 (H100, kernel metric, route + buf by the capped form against the chain gate + sort, whose order this
- * is): DeepSeek-R1 softmax T = 16384 (T*k = 131072) 82.10 / 80.98 and 81.81 / 81.07, GPT-OSS-120B 32768 (131072)
- * 67.27 / 67.06 and 67.50 / 66.73, but GPT-OSS-120B 16384 (65536) 37.48 / 38.17 and 37.68 / 38.12; lab call 73 had
- * the capped form behind the chain at every T*k >= 131072 it timed without the tail clear (DeepSeek-R1 softmax 32768
- * 172.05 / 168.54 and 65536 349.77 / 340.65 against the chain of run 42). */
+ * filter, then the zeroing launch and P) from T*k = 65536 where E > 128 and from 131072 for E <= 128; below, the
+ * capped gate beside P's clear (v27, perf-log). Kernel metric, H100, route + buf by the capped form / by the chain's
+ * order: results runs 41 / 42 against the chain gate + sort (whose order this is) DeepSeek-R1 softmax T = 16384
+ * (T*k = 131072) 82.10 / 80.98 and 81.81 / 81.07, GPT-OSS-120B 32768 (131072) 67.27 / 67.06 and 67.50 / 66.73;
+ * gxs_lab --head (lab calls 77 - 78, both forms in one process) DeepSeek-R1 softmax 8192 (65536) 46.17 / 45.93 and
+ * 46.19 / 45.78, 16384 83.06 / 82.93 and 84.44 / 82.89, 4096 (32768) 27.75 / 28.18 and 27.67 / 28.11; GPT-OSS-120B
+ * 16384 (65536) 38.63 / 39.07 and 38.61 / 39.00, 8192 23.55 / 24.33 and 23.47 / 24.21, 32768 (131072) 69.44 /
+ * 68.62. Results run 43 had DeepSeek-R1 softmax 8192 by the capped form 45.80 against the chain's 45.15. */
 #define MR_P_SEG_CHAIN_MIN_N 131072
+#define MR_P_SEG_CHAIN_MIN_N_E256 65536 /* E > 128 */
 static int mr_l_p_seg_chain(const mr_config* cfg) {
-  const int knob = mr_cuda_tune.p_seg_chain;
-  return mr_knob_on(knob, cfg->num_tokens * (int64_t)cfg->top_k >= MR_P_SEG_CHAIN_MIN_N) ||
-         (knob == 0 && mr_l_clear_head_bytes(cfg->moe_buf_bytes) != 0);
+  const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
+  return mr_knob_on(mr_cuda_tune.p_seg_chain,
+                    n >= (cfg->num_experts > 128 ? MR_P_SEG_CHAIN_MIN_N_E256 : MR_P_SEG_CHAIN_MIN_N));
 }
 
 /* Route above the one-launch bounds: the chain (gate kernel, then the general
@@ -1316,16 +1281,9 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
      * comes up beside it and clears under the gating (lab call 30: without the cap,
      * P started after the gate and route + buf cost the same with or without PDL;
      * lab call 31: with it, 1 P CTA per SM, 69.3 -> 66.0 us at T = 16384) */
-    const int seg = mr_cuda_gate_segmented(cfg, a);
-    const int chain = !seg || mr_l_p_seg_chain(cfg);
-    /* v27: the head share (segmented rows in the chain's order): P clears the rest */
-    const size_t head = seg && chain ? mr_l_clear_head_bytes(o->moe_buf_bytes) : 0u;
-    mr_sort_out op = *o;
-    op.moe_buf = o->moe_buf ? o->moe_buf + head : NULL;
-    op.moe_buf_bytes = o->moe_buf_bytes - head;
     mr_large_args L;
     unsigned grid = 0;
-    mr_l_persist_args(cfg, &op, workspace, &L, &grid);
+    mr_l_persist_args(cfg, o, workspace, &L, &grid);
     if (grid != 0) {
       int32_t* ids = topk_ids ? topk_ids : (int32_t*)(w + sort_ws);
       float* wts = topk_weights ? topk_weights : (float*)(w + sort_ws + MR_L_ALIGN(entries * 4u));
@@ -1334,26 +1292,23 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
        * is the long part and the clear beside it slows it more than it hides (results
        * run 20, Kimi-K2 T = 16384 route + buf 153.1 with the clear under an uncapped
        * gate, 150.1 capped (lab call 31), against 123.8 for the chain's order): the
-       * gate first, then zero and P, the chain's launches in the chain's order. */
+       * gate first, then zero and P, the chain's launches in the chain's order. Segmented
+       * rows take that order too from mr_l_p_seg_chain's bound (v27: the capped gate loses
+       * its filter, which costs more there than the clear under it hides). */
       const int knob = mr_cuda_tune.persist_gate_tpsm;
       const unsigned cap = knob < 0 ? 0u : knob > 0 ? (unsigned)knob : 512u;
       cudaError_t err = cudaSuccess;
-      if (!chain) {
+      if (mr_cuda_gate_segmented(cfg, a) && !mr_l_p_seg_chain(cfg)) {
         err = mr_l_launch_zero(&L, stream);
         if (err == cudaSuccess) err = mr_cuda_launch_gate_capped(cfg, a, ids, wts, cap, stream);
-      } else {
-        if (head != 0) { /* v27: the head clear, the gate kernel beside it */
-          err = mr_l_launch_clear_head(o->moe_buf, head, stream);
-          if (err == cudaSuccess) err = mr_cuda_launch_gate_head(cfg, a, ids, wts, MR_CLEAR_HEAD_GATE_TPSM, stream);
-        } else {
-          err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
-        }
+      } else { /* the chain's order (v27: also segmented rows from mr_l_p_seg_chain's bound) */
+        err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
         if (err == cudaSuccess) err = mr_l_launch_zero(&L, stream);
         L.clear_wait = 1u;
       }
-      if (err == cudaSuccess) err = mr_l_launch_persist(cfg, &op, &L, grid, ids, wts, mr_l_pdl(), stream);
+      if (err == cudaSuccess) err = mr_l_launch_persist(cfg, o, &L, grid, ids, wts, mr_l_pdl(), stream);
       if (err == cudaErrorCooperativeLaunchTooLarge) /* the top-k are gated: the three sort launches */
-        err = mr_cuda_launch_large_sort(cfg, &op, ids, wts, workspace, stream);
+        err = mr_cuda_launch_large_sort(cfg, o, ids, wts, workspace, stream);
       return err;
     }
   }

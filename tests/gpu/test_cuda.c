@@ -2035,10 +2035,11 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 65535, 2, 0}, /* (k = 4) */
       {"qwen3-next", 26214, 2, 0},   /* (k = 10: 262140 -> 262150) */
       {"qwen3-next", 50688, 2, 0},   /* gxs up to 50688 (E = 512), then the paths before it */
-      /* route with a moe_buf by P, rows the gate kernel segments (v27, large.cu MR_P_SEG_CHAIN_MIN_N): the capped
-         gate beside P's clear below T*k = 131072, the chain's order (gate kernel, zeroing launch, P) from it */
-      {"ds-softmax", 16383, 0, 0},   /* 131064 -> 131072 */
-      {"gpt-oss-120b", 32767, 0, 0}, /* (k = 4: 131068 -> 131072) */
+      /* route with a moe_buf by P, rows the gate kernel segments (v27, large.cu mr_l_p_seg_chain): the capped gate
+         beside P's clear below the bound, the chain's order (gate kernel, zeroing launch, P) from it */
+      {"ds-softmax", 8191, 0, 0},    /* E > 128: 65528 -> 65536 */
+      {"gpt-oss-120b", 32767, 0, 0}, /* E = 128: 131068 -> 131072 */
+      {"qwen3", 16383, 0, 0},        /* (E = 128, k = 8: 131064 -> 131072) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
