@@ -5,7 +5,7 @@
 #  1. gxs_lab --head timing + checks: every form word for word against the chain's order, moe_buf zero, the chain's
 #     sort against the CPU; DeepSeek-R1 softmax and GPT-OSS-120B at the T of HEAD_TS.
 #  2. then gxs_lab --head --quick under memcheck / racecheck / synccheck, in parallel.
-# Call 77: COMMIT=d49104f HEAD_TS=4096,8192,16384,32768,65536; call 78: COMMIT=5d8445f HEAD_TS=4096,8192,16384,65536
+# Call 80: COMMIT=<v28> HEAD_TS=8192,16384,32768 (chain-zl: v28 off). Call 77: COMMIT=d49104f HEAD_TS=4096,8192,16384,32768,65536; call 78: COMMIT=5d8445f HEAD_TS=4096,8192,16384,65536
 # CHK_S=80 (call 76, 594beaa, crashed in the lab's own check: a freed host copy).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run76.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
