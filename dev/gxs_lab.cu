@@ -430,18 +430,15 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
  * (session 28) also timed a head clear before the gate kernel (4 - 16 % of moe_buf, 1 - 2 CTAs per SM, with and
  * without a preferred carveout): slower or even everywhere, removed (commit 5d8445f has it; perf-log v27). */
 /* capped-filter (lab call 79): the capped form with the gate kernel's filter forced (knob gate_seg_filter = 1; the
- * automatic rule keeps the filter out of a gate launch beside a clear) */
-/* chain-zl (lab call 80): the chain's order with the zeroing launch (knob gxs_gate_zero = -1), against chain, which
- * since v28 has the gate kernel zero P's words instead */
-enum { NHEAD = 5 };
-static const char* head_name[NHEAD] = {"capped", "chain", "capped-filter", "chain-zl", "default"};
+ * automatic rule keeps the filter out of a gate launch beside a clear). Lab call 80 also timed v28 (the chain's order
+ * without the zeroing launch, the gate kernel zeroing P's words; commit 0a2e18d): removed, perf-log v28. */
+enum { NHEAD = 4 };
+static const char* head_name[NHEAD] = {"capped", "chain", "capped-filter", "default"};
 static void head_form(int f) {
-  static const int chain[NHEAD] = {-1, 1, -1, 1, 0}, tail[NHEAD] = {-1, -1, -1, -1, 0}, filt[NHEAD] = {0, 0, 1, 0, 0},
-                   gz[NHEAD] = {0, 0, 0, -1, 0};
+  static const int chain[NHEAD] = {-1, 1, -1, 0}, tail[NHEAD] = {-1, -1, -1, 0}, filt[NHEAD] = {0, 0, 1, 0};
   mr_cuda_tune.p_seg_chain = chain[f];
   mr_cuda_tune.clear_tail = tail[f];
   mr_cuda_tune.gate_seg_filter = filt[f];
-  mr_cuda_tune.gxs_gate_zero = gz[f];
 }
 static int head_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
   Case c;

@@ -434,8 +434,7 @@ typedef struct mr_cuda_tuning {
                             1 = on, -1 = off. The same bits either way */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
-                            of the zeroing launch between them; v28: the same before P in the chain's order (route
-                            with a moe_buf, large.cu): 0 = the default
+                            of the zeroing launch between them: 0 = the default
                             (gx.cu MR_GXS_GATE_ZERO), 1 = on, -1 = off. The same bits either way */
   int clear_tail;        /* moe_buf cleared by a launch of its own after the routing (v25, gx.cu
                             mr_cuda_launch_clear_tail), where the call without the moe_buf takes gx or gxs: those

@@ -1298,19 +1298,9 @@ extern "C" cudaError_t mr_cuda_launch_large_route(const mr_config* cfg, const mr
       const int knob = mr_cuda_tune.persist_gate_tpsm;
       const unsigned cap = knob < 0 ? 0u : knob > 0 ? (unsigned)knob : 512u;
       cudaError_t err = cudaSuccess;
-      const int seg = mr_cuda_gate_segmented(cfg, a);
-      if (seg && !mr_l_p_seg_chain(cfg)) {
+      if (mr_cuda_gate_segmented(cfg, a) && !mr_l_p_seg_chain(cfg)) {
         err = mr_l_launch_zero(&L, stream);
         if (err == cudaSuccess) err = mr_cuda_launch_gate_capped(cfg, a, ids, wts, cap, stream);
-      } else if (seg && mr_cuda_gxs_gate_zero_on()) {
-        /* the chain's order (v27) for segmented rows, without the zeroing launch (v28, knob gxs_gate_zero, as v26
-         * for gxs): the segment gate kernel's CTA 0 zeroes P's barrier word and piece counter (bar[0] and
-         * bar[MR_LP_NEXT], the words gate.cu's zero-word form writes) after its wait and fences before any of
-         * its CTAs lets P start. P's routing warps wait for the gate kernel at their start; its clearing warps do
-         * not wait (clear_wait 0): they rest on that fence, as v25's clear after gx / gxs does (design.md 39),
-         * and on every gate CTA's wait for the earlier work before its trigger (nothing still reads moe_buf) */
-        err = mr_cuda_launch_gate_zero(cfg, a, ids, wts, L.bar, stream);
-        L.clear_wait = 0u;
       } else { /* the chain's order (v27: also segmented rows from mr_l_p_seg_chain's bound) */
         err = mr_cuda_launch_gate(cfg, a, ids, wts, stream);
         if (err == cudaSuccess) err = mr_l_launch_zero(&L, stream);
