@@ -39,10 +39,13 @@
  *          otherwise, without a moe_buf, T < 16384,     the large path with a warp per row
  *          rows not segmented (16-bit softmax:          in its first launch
  *          T*k < 40960)
- *          otherwise, with a moe_buf                    segmented rows: a zeroing launch, the
- *                                                       gate kernel (<= 512 threads per SM);
- *                                                       other rows: the gate kernel, a zeroing
- *                                                       launch; then P (large.cu: one
+ *          otherwise, with a moe_buf                    segmented rows below T*k = 65536
+ *                                                       (E > 128) / 131072: a zeroing launch,
+ *                                                       the gate kernel (<= 512 threads per
+ *                                                       SM); other rows and segmented rows
+ *                                                       from those bounds (v27): the gate
+ *                                                       kernel, a zeroing launch; then P
+ *                                                       (large.cu: one
  *                                                       cooperative launch, rank / scan /
  *                                                       place with grid barriers, and warps
  *                                                       that clear moe_buf beside them;
