@@ -360,15 +360,17 @@ static double time_calls(Case* c, int op, cudaStream_t s) { /* op 0 route, 1 sor
   CK(cudaStreamEndCapture(s, &g));
   return lab_graph_us(g, calls, 9, 2, s);
 }
+/* setup() with a moe_buf [T, model_dim] bf16 (--tail, --head); what names the mode in the failure's line */
+static int setup_with_buf(Case* c, const char* what, const char* model, int T, uint64_t seed) {
+  g_with_buf = 1;
+  const int rc = setup(c, model, T, 0, seed);
+  g_with_buf = 0;
+  if (rc != 0) printf("%s %s T=%d: setup failed\n", what, model, T);
+  return rc;
+}
 static int tail_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
   Case c;
-  g_with_buf = 1;
-  const int rc = setup(&c, model, T, 0, 0x7a11u + (uint64_t)T);
-  g_with_buf = 0;
-  if (rc != 0) {
-    printf("tail %s T=%d: setup failed\n", model, T);
-    return 1;
-  }
+  if (setup_with_buf(&c, "tail", model, T, 0x7a11u + (uint64_t)T) != 0) return 1;
   int bad = 0;
   uint32_t** h[2][3] = {{NULL, NULL, NULL}, {NULL, NULL, NULL}}; /* [route, sort][inside, pieces, by thread] */
   static const int form[3] = {-1, 1, 2};
@@ -442,13 +444,7 @@ static void head_form(int f) {
 }
 static int head_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
   Case c;
-  g_with_buf = 1;
-  const int rc = setup(&c, model, T, 0, 0x4ead0u + (uint64_t)T);
-  g_with_buf = 0;
-  if (rc != 0) {
-    printf("head %s T=%d: setup failed\n", model, T);
-    return 1;
-  }
+  if (setup_with_buf(&c, "head", model, T, 0x4ead0u + (uint64_t)T) != 0) return 1;
   int bad = 0;
   if (do_check) {
     uint32_t** h[NHEAD];
