@@ -1,12 +1,14 @@
 #!/bin/bash
-# Device calls 76 - 78 (session 28): v27, route with a moe_buf by P for the rows the gate kernel segments: the chain's
-# order from a bound (knob p_seg_chain) and, in calls 76 - 78, a head clear before the gate kernel (knob clear_head,
-# removed after call 78: commit 5d8445f has it and the forms the calls timed; perf-log v27):
+# Device calls 76 - 80 (session 28): v27, route with a moe_buf by P for the rows the gate kernel segments: the chain's
+# order from a bound (knob p_seg_chain); in calls 76 - 78 also a head clear before the gate kernel (knob clear_head,
+# removed after call 78: commit 5d8445f has it), in call 79 the capped form with the filter forced, in call 80 v28
+# (the chain's order without the zeroing launch, commit 0a2e18d; reverted). perf-log v27 - v28.
 #  1. gxs_lab --head timing + checks: every form word for word against the chain's order, moe_buf zero, the chain's
 #     sort against the CPU; DeepSeek-R1 softmax and GPT-OSS-120B at the T of HEAD_TS.
 #  2. then gxs_lab --head --quick under memcheck / racecheck / synccheck, in parallel.
-# Call 80: COMMIT=<v28> HEAD_TS=8192,16384,32768 (chain-zl: v28 off). Call 77: COMMIT=d49104f HEAD_TS=4096,8192,16384,32768,65536; call 78: COMMIT=5d8445f HEAD_TS=4096,8192,16384,65536
-# CHK_S=80 (call 76, 594beaa, crashed in the lab's own check: a freed host copy).
+# The calls: 76 COMMIT=594beaa (crashed in the lab's own check: a freed host copy); 77 COMMIT=d49104f
+# HEAD_TS=4096,8192,16384,32768,65536; 78 COMMIT=5d8445f HEAD_TS=4096,8192,16384,65536 CHK_S=80; 79 COMMIT=83a3edb
+# HEAD_TS=4096,8192,16384,32768,65536 CHK_S=80; 80 COMMIT=0a2e18d HEAD_TS=8192,16384,32768 CHK_S=80.
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run76.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 timeout ${HEAD_S:-170} $B/gxs_lab --head --ts ${HEAD_TS:-2048,4096,8192,16384,32768,65536} \
