@@ -20,7 +20,8 @@
  *    the CPU, moe_buf zero) and timed beside a memset of the same buffer (tail_case below).
  * 4. --head (v27, knob p_seg_chain): route with a moe_buf by P's two forms for segmented rows (head_case below):
  *    checked and timed as --tail.
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head] [--ts 1024,4096,...] [--models a,b]
+ * 5. --decode (session 28): tiny.cu's decode knobs against the default (decode_case below).
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode] [--ts 1024,...] [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -492,6 +493,47 @@ static int head_case(const char* model, int T, int do_check, int do_time, cudaSt
   return bad != 0;
 }
 
+/* --decode (session 28, lab call 81): tiny.cu's one-pass route at T = 2 - 8 for GPT-OSS-120B and DeepSeek-R1 softmax
+ * (with a moe_buf [T, model_dim], U = 32), its knobs against the default: the CTAs writing the layout (tiny_ctas 1 /
+ * 2 / 8; auto 4 up to T*k = 32, else 8), the blocks by word ownership off (tiny_op_own = -1; auto on for k <= 4,
+ * T*k <= 16), the presence words by shuffles (tiny_op_regs = -1), the cluster form with C = 2 / 4 (tiny_cluster;
+ * auto from T = 6 - 9 for these rows). Every form's outputs word for word against the default's; kernel metric of
+ * each (50 calls in one graph, median of 9 replays). GPT-OSS-120B misses its 2.3 us by 0.07 - 0.08 at T = 2 - 4
+ * (results run 44): is a knob's setting already there? */
+enum { NDEC = 8 };
+static const char* dec_name[NDEC] = {"default", "ctas1", "ctas2", "ctas8", "own-off", "regs-off", "cl2", "cl4"};
+static void dec_form(int f) {
+  static const int ctas[NDEC] = {0, 1, 2, 8, 0, 0, 0, 0}, own[NDEC] = {0, 0, 0, 0, -1, 0, 0, 0},
+                   regs[NDEC] = {0, 0, 0, 0, 0, -1, 0, 0}, cl[NDEC] = {0, 0, 0, 0, 0, 0, 2, 4};
+  mr_cuda_tune.tiny_ctas = ctas[f];
+  mr_cuda_tune.tiny_op_own = own[f];
+  mr_cuda_tune.tiny_op_regs = regs[f];
+  mr_cuda_tune.tiny_cluster = cl[f];
+}
+static int decode_case(const char* model, int T, cudaStream_t s) {
+  Case c;
+  if (setup_with_buf(&c, "decode", model, T, 0xdec0u + (uint64_t)T) != 0) return 1;
+  int bad = 0;
+  uint32_t** h[NDEC];
+  for (int f = 0; f < NDEC; ++f) {
+    dec_form(f);
+    poison(&c, 0);
+    bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+    h[f] = fetch(&c, 0);
+  }
+  for (int f = 1; f < NDEC; ++f) bad += cmp(dec_name[f], h[f], h[0], c.len, 0);
+  for (int f = 0; f < NDEC; ++f) free_h(h[f]);
+  printf("decode %-20s T=%3d", model, T);
+  for (int f = 0; f < NDEC; ++f) {
+    dec_form(f);
+    printf(" %s %6.3f", dec_name[f], time_calls(&c, 0, s));
+  }
+  printf("%s\n", bad ? "  WRONG" : "");
+  dec_form(0);
+  release(&c);
+  return bad != 0;
+}
+
 int main(int argc, char** argv) {
   int do_time = 1, quick = 0, probes = 0, do_check = 1, tail = 0;
   int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
@@ -504,6 +546,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--probes")) probes = 1; /* gxs's phases timed by its probes (outputs wrong) */
     if (!strcmp(argv[i], "--tail")) tail = 1;     /* v25: moe_buf by a launch of its own (knob clear_tail) */
     if (!strcmp(argv[i], "--head")) tail = 2;     /* v27: route + buf by P's forms (knob p_seg_chain) */
+    if (!strcmp(argv[i], "--decode")) tail = 3;   /* tiny.cu's decode knobs against the default (session 28) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
@@ -519,6 +562,16 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, 0));
   printf("device %s, %d SMs\n", prop.name, prop.multiProcessorCount);
   int fails = 0;
+  if (tail == 3) { /* --decode: repeated twice, alternating the order of nothing but the passes */
+    static const int dts[] = {2, 3, 4, 8};
+    for (int rep = 0; rep < 2; ++rep)
+      for (int m = 0; m < 2; ++m)
+        for (int j = 0; j < 4; ++j)
+          fails += decode_case(m == 0 ? "gpt-oss-120b" : "deepseek-r1-softmax", dts[j], s);
+    CK(cudaStreamDestroy(s));
+    printf("gxs lab --decode: %d failure(s)\n", fails);
+    return fails ? 1 : 0;
+  }
   if (tail) { /* --tail alone: its checks and (unless --no-time) its timing at each T of --ts */
     if (quick) { /* the sanitizers' set: gx's route (2048) and gxs's sort and route (6500) */
       nm = 1;
