@@ -500,19 +500,23 @@ static int head_case(const char* model, int T, int do_check, int do_time, cudaSt
  * auto from T = 6 - 9 for these rows). Every form's outputs word for word against the default's; kernel metric of
  * each (50 calls in one graph, median of 9 replays). GPT-OSS-120B misses its 2.3 us by 0.07 - 0.08 at T = 2 - 4
  * (results run 44): is a knob's setting already there? */
-enum { NDEC = 8 };
-static const char* dec_name[NDEC] = {"default", "ctas1", "ctas2", "ctas8", "own-off", "regs-off", "cl2", "cl4"};
+/* Lab call 82: the route's new rule (8 CTAs for k <= 4 from T = 3) as the default, against 4 ("ctas4", the rule
+ * before) and the own-off form, in both layouts and in the CK layout alone (moeroute bench's), for the k <= 4 presets
+ * that take the one-pass route (E >= 16) and DeepSeek-R1 softmax. (Call 81's forms: ctas1, ctas2, ctas8, regs-off,
+ * cl2, cl4 besides.) */
+enum { NDEC = 3 };
+static const char* dec_name[NDEC] = {"default", "ctas4", "own-off"};
 static void dec_form(int f) {
-  static const int ctas[NDEC] = {0, 1, 2, 8, 0, 0, 0, 0}, own[NDEC] = {0, 0, 0, 0, -1, 0, 0, 0},
-                   regs[NDEC] = {0, 0, 0, 0, 0, -1, 0, 0}, cl[NDEC] = {0, 0, 0, 0, 0, 0, 2, 4};
+  static const int ctas[NDEC] = {0, 4, 0}, own[NDEC] = {0, 0, -1}, regs[NDEC] = {0, 0, 0}, cl[NDEC] = {0, 0, 0};
   mr_cuda_tune.tiny_ctas = ctas[f];
   mr_cuda_tune.tiny_op_own = own[f];
   mr_cuda_tune.tiny_op_regs = regs[f];
   mr_cuda_tune.tiny_cluster = cl[f];
 }
-static int decode_case(const char* model, int T, cudaStream_t s) {
+static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t s) {
   Case c;
   if (setup_with_buf(&c, "decode", model, T, 0xdec0u + (uint64_t)T) != 0) return 1;
+  c.p.layouts = layouts; /* the unused layout's buffers stay poisoned in every form alike */
   int bad = 0;
   uint32_t** h[NDEC];
   for (int f = 0; f < NDEC; ++f) {
@@ -523,7 +527,7 @@ static int decode_case(const char* model, int T, cudaStream_t s) {
   }
   for (int f = 1; f < NDEC; ++f) bad += cmp(dec_name[f], h[f], h[0], c.len, 0);
   for (int f = 0; f < NDEC; ++f) free_h(h[f]);
-  printf("decode %-20s T=%3d", model, T);
+  printf("decode %-20s T=%3d %s", model, T, layouts == MOEROUTE_LAYOUT_CK ? "ck  " : "both");
   for (int f = 0; f < NDEC; ++f) {
     dec_form(f);
     printf(" %s %6.3f", dec_name[f], time_calls(&c, 0, s));
@@ -564,10 +568,12 @@ int main(int argc, char** argv) {
   int fails = 0;
   if (tail == 3) { /* --decode: repeated twice, alternating the order of nothing but the passes */
     static const int dts[] = {2, 3, 4, 8};
+    static const char* dm[] = {"gpt-oss-120b", "gpt-oss-20b", "qwen1.5-moe", "dbrx", "deepseek-r1-softmax"};
     for (int rep = 0; rep < 2; ++rep)
-      for (int m = 0; m < 2; ++m)
-        for (int j = 0; j < 4; ++j)
-          fails += decode_case(m == 0 ? "gpt-oss-120b" : "deepseek-r1-softmax", dts[j], s);
+      for (int lay = 0; lay < 2; ++lay)
+        for (int m = 0; m < 5; ++m)
+          for (int j = 0; j < 4; ++j)
+            fails += decode_case(dm[m], dts[j], lay ? MOEROUTE_LAYOUT_CK : MOEROUTE_LAYOUT_BOTH, s);
     CK(cudaStreamDestroy(s));
     printf("gxs lab --decode: %d failure(s)\n", fails);
     return fails ? 1 : 0;

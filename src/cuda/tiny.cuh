@@ -847,6 +847,13 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
   if (c > 0) return c >= 8 ? 3u : c >= 4 ? 2u : c >= 2 ? 1u : 0u;
   return cfg->num_tokens * cfg->top_k <= 32 ? 2u : 3u;
 }
+/* The route's (session 28): 8 CTAs also for k <= 4 from T = 3. Lab call 81 (dev/runs/run81/decode.log, H100, kernel
+ * metric, both layouts, moe_buf cleared), GPT-OSS-120B default (4) / 8: T = 3 2.537 / 2.405, T = 4 2.543 / 2.404, T = 2
+ * 2.392 / 2.410 (kept at 4); DeepSeek-R1 softmax (k = 8) T = 2 - 4 even (2.746 / 2.740, 2.765 / 2.762, 2.773 / 2.776). */
+static inline uint32_t mr_tiny_route_ctas_log2(const mr_config* cfg) {
+  if (mr_cuda_tune.tiny_ctas <= 0 && cfg->top_k <= 4 && cfg->num_tokens >= 3) return 3u;
+  return mr_tiny_ctas_log2(cfg);
+}
 
 /* The automatic C (lab call 53, dev/runs/run53/tcl.log: H100, kernel metric, route with moe_buf,
  * U = 32, the previous default against C = 1, 2, 4, 8 for 17 shapes at T = 1 .. 16, 24, 32):
@@ -1004,7 +1011,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
     K->own = mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) && !K->warm ? 1 : 0; /* 256 and 512 threads */
-    K->ctas_log2 = mr_tiny_ctas_log2(cfg);
+    K->ctas_log2 = mr_tiny_route_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
     if (words > MR_TINY_SMEM_BYTES / 4u) return 0;
