@@ -848,8 +848,12 @@ static inline uint32_t mr_tiny_ctas_log2(const mr_config* cfg) {
   return cfg->num_tokens * cfg->top_k <= 32 ? 2u : 3u;
 }
 /* The route's (session 28): 8 CTAs also for k <= 4 from T = 3. Lab call 81 (dev/runs/run81/decode.log, H100, kernel
- * metric, both layouts, moe_buf cleared), GPT-OSS-120B default (4) / 8: T = 3 2.537 / 2.405, T = 4 2.543 / 2.404, T = 2
- * 2.392 / 2.410 (kept at 4); DeepSeek-R1 softmax (k = 8) T = 2 - 4 even (2.746 / 2.740, 2.765 / 2.762, 2.773 / 2.776). */
+ * metric, both layouts, moe_buf cleared), GPT-OSS-120B 4 / 8 CTAs: T = 3 2.537 / 2.405, T = 4 2.543 / 2.404, T = 2
+ * 2.392 / 2.410 (kept at 4); DeepSeek-R1 softmax (k = 8) T = 2 - 4 even (2.746 / 2.740, 2.765 / 2.762, 2.773 / 2.776).
+ * Lab call 82 (dev/runs/run82/) with this rule: -0.11 to -0.14 us at T = 3 - 4 for GPT-OSS-120B / -20B, Qwen1.5-MoE
+ * and DBRX in both layouts and CK alone, T = 2 and 8 even; moeroute bench (CK): T = 4 GPT-OSS-20B 2.66 -> 2.53,
+ * Qwen1.5-MoE 2.52 -> 2.40, DBRX 2.65 -> 2.54 (against results run 44), GPT-OSS-120B 2.38 -> 2.40 (its bench inputs
+ * already ran fast with 4). */
 static inline uint32_t mr_tiny_route_ctas_log2(const mr_config* cfg) {
   if (mr_cuda_tune.tiny_ctas <= 0 && cfg->top_k <= 4 && cfg->num_tokens >= 3) return 3u;
   return mr_tiny_ctas_log2(cfg);
