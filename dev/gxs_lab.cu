@@ -21,7 +21,9 @@
  * 4. --head (v27, knob p_seg_chain): route with a moe_buf by P's two forms for segmented rows (head_case below):
  *    checked and timed as --tail.
  * 5. --decode (session 28): tiny.cu's decode knobs against the default (decode_case below).
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode] [--ts 1024,...] [--models a,b]
+ * 6. --bounds (session 29): gxs's and gx's bounds, gx's exchange by columns (bounds_case below).
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds] [--ts 1024,...]
+ *              [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -538,6 +540,94 @@ static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t 
   return bad != 0;
 }
 
+/* --bounds (session 29, lab call 83): where gxs and gx should take, with v24b's lean barriers (results run 39 on)
+ * and gx's exchange by columns (v30, knob gx_xchg). gxs's sort bound (T*k = 49152) and route's bound for rows the
+ * gate kernel does not segment were set in lab call 69, before the lean barriers took ~1.4 us off every gxs call;
+ * results run 44 has the sort alone at DeepSeek-R1 softmax T = 4096 (8.91 us, not gxs) above T = 8192's (8.39,
+ * gxs). Route's forms (no moe_buf): auto | gx forced with the read-back (gx = 1, gx_xchg = -1) | gx forced by
+ * columns (gx_xchg = 1) | gx forced, the read-back staggered (gx_stagger = 1) | the paths before gx and gxs (gx =
+ * gxs = -1) | the gate kernel + gxs (gx = -1, gxs = 1); the sort's: auto | gxs (gxs = 2) | the paths before gxs
+ * (gxs = -1). Every form's outputs word for word against auto's (route: every array; sort: the layouts), auto's
+ * layouts against the CPU sort, with and without an expert mask (30 %); then each form's kernel metric (50 calls
+ * in one graph, median of 9 replays; the mask off). gx's forms where gx fits (16-bit softmax without bias or
+ * groups, E <= 256, k <= 8, T <= 32 rows per CTA); elsewhere they are auto's path again. */
+enum { NBR = 6, NBS = 3 };
+static const char* br_name[NBR] = {"auto", "gx", "gx-xchg", "gx-stagger", "before", "gate+gxs"};
+static const char* bs_name[NBS] = {"auto", "gxs", "before"};
+static void br_form(int f) {
+  static const int gx[NBR] = {0, 1, 1, 1, -1, -1}, gxs[NBR] = {0, 0, 0, 0, -1, 1}, xc[NBR] = {0, -1, 1, -1, 0, 0},
+                   st[NBR] = {0, -1, -1, 1, 0, 0};
+  mr_cuda_tune.gx = gx[f];
+  mr_cuda_tune.gxs = gxs[f];
+  mr_cuda_tune.gx_xchg = xc[f];
+  mr_cuda_tune.gx_stagger = st[f];
+}
+static void bs_form(int f) {
+  static const int gxs[NBS] = {0, 2, -1};
+  mr_cuda_tune.gx = 0;
+  mr_cuda_tune.gxs = gxs[f];
+  mr_cuda_tune.gx_xchg = 0;
+  mr_cuda_tune.gx_stagger = 0;
+}
+static int bounds_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
+  int bad = 0;
+  for (int mp = 0; do_check && mp < 2; ++mp) {
+    Case c;
+    if (setup(&c, model, T, mp ? 30 : 0, 0xb0u + (uint64_t)T * 7u + (uint64_t)mp) != 0) {
+      printf("bounds %s T=%d: setup failed\n", model, T);
+      return 1;
+    }
+    uint32_t** r[NBR];
+    for (int f = 0; f < NBR; ++f) {
+      br_form(f);
+      poison(&c, 0);
+      bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+      r[f] = fetch(&c, 0);
+    }
+    br_form(0);
+    for (int f = 1; f < NBR; ++f) bad += cmp(br_name[f], r[f], r[0], c.len, 0);
+    bad += cpu_check(&c, r[0]); /* the device's top-k of the last form, the same as auto's (compared above) */
+    uint32_t** q[NBS];
+    for (int f = 0; f < NBS; ++f) {
+      bs_form(f);
+      poison(&c, 2);
+      bad += run_op(&c, MOEROUTE_OP_SORT, s);
+      q[f] = fetch(&c, 2);
+    }
+    bs_form(0);
+    for (int f = 1; f < NBS; ++f) bad += cmp(bs_name[f], q[f], q[0], c.len, 2);
+    bad += cpu_check(&c, q[0]);
+    for (int f = 0; f < NBR; ++f) free_h(r[f]);
+    for (int f = 0; f < NBS; ++f) free_h(q[f]);
+    release(&c);
+  }
+  if (do_check) printf("bounds check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
+  if (do_time) {
+    Case c;
+    if (setup(&c, model, T, 0, 0xb1u + (uint64_t)T) != 0) return 1;
+    bad += run_op(&c, MOEROUTE_OP_ROUTE, s); /* the sort's input */
+    printf("bounds %-20s T=%6d route:", model, T);
+    for (int f = 0; f < NBR; ++f) {
+      br_form(f);
+      printf(" %s %6.2f", br_name[f], time_calls(&c, 0, s));
+    }
+    printf(" | sort:");
+    for (int f = 0; f < NBS; ++f) {
+      bs_form(f);
+      printf(" %s %6.2f", bs_name[f], time_calls(&c, 1, s));
+    }
+    bs_form(0);
+    /* the outputs after timing: the sort's last form against the CPU */
+    uint32_t** h = fetch(&c, 2);
+    const int b2 = cpu_check(&c, h);
+    free_h(h);
+    printf("%s\n", b2 ? "  WRONG" : "");
+    bad += b2;
+    release(&c);
+  }
+  return bad != 0;
+}
+
 int main(int argc, char** argv) {
   int do_time = 1, quick = 0, probes = 0, do_check = 1, tail = 0;
   int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
@@ -551,6 +641,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--tail")) tail = 1;     /* v25: moe_buf by a launch of its own (knob clear_tail) */
     if (!strcmp(argv[i], "--head")) tail = 2;     /* v27: route + buf by P's forms (knob p_seg_chain) */
     if (!strcmp(argv[i], "--decode")) tail = 3;   /* tiny.cu's decode knobs against the default (session 28) */
+    if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds and gx's xchg form (session 29) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
@@ -576,6 +667,19 @@ int main(int argc, char** argv) {
             fails += decode_case(dm[m], dts[j], lay ? MOEROUTE_LAYOUT_CK : MOEROUTE_LAYOUT_BOTH, s);
     CK(cudaStreamDestroy(s));
     printf("gxs lab --decode: %d failure(s)\n", fails);
+    return fails ? 1 : 0;
+  }
+  if (tail == 4) { /* --bounds: each model at each T of --ts (--quick: DeepSeek-R1 softmax at T = 1024, 4096, checks) */
+    if (quick) {
+      nm = 1;
+      nts = 2;
+      ts[0] = 1024;
+      ts[1] = 4096;
+    }
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nts; ++j) fails += bounds_case(models[m], ts[j], do_check, do_time && !quick, s);
+    CK(cudaStreamDestroy(s));
+    printf("gxs lab --bounds: %d failure(s)\n", fails);
     return fails ? 1 : 0;
   }
   if (tail) { /* --tail alone: its checks and (unless --no-time) its timing at each T of --ts */

@@ -429,6 +429,10 @@ typedef struct mr_cuda_tuning {
                             prefixes, a second grid barrier, then each CTA reads its own row and the totals
                             (instead of every CTA reading the whole count matrix): 0 = the default (gx.cu
                             MR_GXS_XCHG), 1 = on, -1 = off. The same bits either way */
+  int gx_xchg;           /* gx's exchange by columns (v30, gxs's v24 xchg form): each CTA prefixes the columns of
+                            its experts, a second grid barrier, then each CTA reads its own row of prefixes and the
+                            totals instead of the whole count matrix: 0 = the default (gx.cu MR_GX_XCHG), 1 = on,
+                            -1 = off. The same bits either way */
   int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
                             red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */
