@@ -540,34 +540,36 @@ static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t 
   return bad != 0;
 }
 
-/* --bounds (session 29, lab call 83): where gxs and gx should take, with v24b's lean barriers (results run 39 on)
- * and gx's exchange by columns (v30, knob gx_xchg). gxs's sort bound (T*k = 49152) and route's bound for rows the
+/* --bounds (session 29, lab call 83): where gxs and gx should take, with v24b's lean barriers (results run 39 on). gxs's sort bound (T*k = 49152) and route's bound for rows the
  * gate kernel does not segment were set in lab call 69, before the lean barriers took ~1.4 us off every gxs call;
  * results run 44 has the sort alone at DeepSeek-R1 softmax T = 4096 (8.91 us, not gxs) above T = 8192's (8.39,
- * gxs). Route's forms (no moe_buf): auto | gx forced with the read-back (gx = 1, gx_xchg = -1) | gx forced by
- * columns (gx_xchg = 1) | gx forced, the read-back staggered (gx_stagger = 1) | the paths before gx and gxs (gx =
- * gxs = -1) | the gate kernel + gxs (gx = -1, gxs = 1); the sort's: auto | gxs (gxs = 2) | the paths before gxs
+ * gxs). Route's forms (no moe_buf): auto | gx forced (gx = 1) | gx forced, the read-back staggered (gx_stagger = 1)
+ * | the paths before gx and gxs (gx = gxs = -1) | the gate kernel + gxs (gx = -1, gxs = 1) | large.cu's L1 by
+ * segments forced (ctm = -1, large_seg = 1, gx = gxs = -1; lab call 84); the sort's: auto | gxs (gxs = 2) | the paths before gxs
  * (gxs = -1). Every form's outputs word for word against auto's (route: every array; sort: the layouts), auto's
  * layouts against the CPU sort, with and without an expert mask (30 %); then each form's kernel metric (50 calls
  * in one graph, median of 9 replays; the mask off). gx's forms where gx fits (16-bit softmax without bias or
  * groups, E <= 256, k <= 8, T <= 32 rows per CTA); elsewhere they are auto's path again. */
+/* (Lab call 83 also timed gx by columns, v30's knob gx_xchg, since removed: perf-log v30.) */
 enum { NBR = 6, NBS = 3 };
-static const char* br_name[NBR] = {"auto", "gx", "gx-xchg", "gx-stagger", "before", "gate+gxs"};
+static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg"};
 static const char* bs_name[NBS] = {"auto", "gxs", "before"};
 static void br_form(int f) {
-  static const int gx[NBR] = {0, 1, 1, 1, -1, -1}, gxs[NBR] = {0, 0, 0, 0, -1, 1}, xc[NBR] = {0, -1, 1, -1, 0, 0},
-                   st[NBR] = {0, -1, -1, 1, 0, 0};
+  static const int gx[NBR] = {0, 1, 1, -1, -1, -1}, gxs[NBR] = {0, 0, 0, -1, 1, -1}, st[NBR] = {0, -1, 1, 0, 0, 0},
+                   l1[NBR] = {0, 0, 0, 0, 0, 1};
   mr_cuda_tune.gx = gx[f];
   mr_cuda_tune.gxs = gxs[f];
-  mr_cuda_tune.gx_xchg = xc[f];
   mr_cuda_tune.gx_stagger = st[f];
+  mr_cuda_tune.ctm = l1[f] ? -1 : 0; /* l1seg (session 29, lab call 84): large.cu's L1 by segments forced where the */
+  mr_cuda_tune.large_seg = l1[f];    /* rows are segmented (elsewhere: the large path as it is) */
 }
 static void bs_form(int f) {
   static const int gxs[NBS] = {0, 2, -1};
   mr_cuda_tune.gx = 0;
   mr_cuda_tune.gxs = gxs[f];
-  mr_cuda_tune.gx_xchg = 0;
   mr_cuda_tune.gx_stagger = 0;
+  mr_cuda_tune.ctm = 0;
+  mr_cuda_tune.large_seg = 0;
 }
 static int bounds_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
   int bad = 0;
@@ -617,7 +619,11 @@ static int bounds_case(const char* model, int T, int do_check, int do_time, cuda
       printf(" %s %6.2f", bs_name[f], time_calls(&c, 1, s));
     }
     bs_form(0);
-    /* the outputs after timing: the sort's last form against the CPU */
+    /* the outputs after timing: the sort once more (auto), poisoned before, against the CPU (lab call 83 fetched
+       without poisoning and running again: the unpoisoned words past the padded total differed from the CPU's
+       poisoned ones, a flag of the harness in every timing line, while every poisoned check passed) */
+    poison(&c, 2);
+    bad += run_op(&c, MOEROUTE_OP_SORT, s);
     uint32_t** h = fetch(&c, 2);
     const int b2 = cpu_check(&c, h);
     free_h(h);
@@ -641,7 +647,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--tail")) tail = 1;     /* v25: moe_buf by a launch of its own (knob clear_tail) */
     if (!strcmp(argv[i], "--head")) tail = 2;     /* v27: route + buf by P's forms (knob p_seg_chain) */
     if (!strcmp(argv[i], "--decode")) tail = 3;   /* tiny.cu's decode knobs against the default (session 28) */
-    if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds and gx's xchg form (session 29) */
+    if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds (session 29) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);

@@ -415,8 +415,9 @@ typedef struct mr_cuda_tuning {
                             per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
   int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
                             and route's sort after the gate kernel, without a moe_buf: 0 = auto (gx.cu
-                            mr_gxs_auto, v24: 4 <= k <= 10, E >= 128, T*k >= 49152 for the sort entry point and
-                            route, 98304 for route's segmented rows), 1 = wherever it
+                            mr_gxs_auto, v30: 4 <= k <= 10, E >= 128, the sort entry point from T*k = 16384,
+                            route's rows not segmented from 16384 (E > 384: 30720), its segmented rows from
+                            16384 to 24576 and from 65536 / 98304), 1 = wherever it
                             fits (E <= 512, one CTA per SM, <= 48 KB of shared memory), 2 = the sort entry
                             point only, wherever it fits, -1 = never */
   int gxs_probe;         /* lab timing probe of gxs (gx.cu mr_gxs_k.probe), WRONG outputs: 0 = off */
@@ -429,10 +430,6 @@ typedef struct mr_cuda_tuning {
                             prefixes, a second grid barrier, then each CTA reads its own row and the totals
                             (instead of every CTA reading the whole count matrix): 0 = the default (gx.cu
                             MR_GXS_XCHG), 1 = on, -1 = off. The same bits either way */
-  int gx_xchg;           /* gx's exchange by columns (v30, gxs's v24 xchg form): each CTA prefixes the columns of
-                            its experts, a second grid barrier, then each CTA reads its own row of prefixes and the
-                            totals instead of the whole count matrix: 0 = the default (gx.cu MR_GX_XCHG), 1 = on,
-                            -1 = off. The same bits either way */
   int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
                             red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */

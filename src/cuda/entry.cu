@@ -8,11 +8,11 @@
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
  *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
  *          moe_buf, 1024 <= T <= 4096                    (gx.cu, design 37)
- *          4 <= k <= 10, E >= 128, T*k >= 49152 (for    the gate kernel, then gxs: a zeroing
- *          rows the gate kernel segments 65536 where    launch (none for segmented rows:
- *          E > 128, else 98304), no moe_buf, where gxs  the gate kernel zeroes gxs's word,
- *          fits (E <= 512, 48 KB of shared memory)      v26) and one cooperative sort
- *                                                       launch (gx.cu, design 38)
+ *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
+ *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
+ *          kernel segments 16384 - 24576, then from     the gate kernel zeroes gxs's word,
+ *          65536 where E > 128, else 98304), no         v26) and one cooperative sort
+ *          moe_buf, where gxs fits (E <= 512, 48 KB)    launch (gx.cu mr_gxs_auto, design 38)
  *          the same with a moe_buf, T*k >= 262144       the same launches, then a clear of
  *                                                       moe_buf by a launch of its own
  *                                                       (gx.cu, design 39)
@@ -56,7 +56,8 @@
  *   gate   any T                                     gate kernel (or nothing at T = 0);
  *                                                    16-bit softmax rows, E <= 256, k <= 8
  *                                                    by segments of 16/8/4 lanes at large T
- *   sort   4 <= k <= 10, E >= 128, T*k >= 49152, no   gxs (gx.cu, design 38)
+ *   sort   4 <= k <= 10, E >= 128, T*k >= 16384      gxs (gx.cu, design 38)
+ *          (12288 for k = 4, 20480 for E > 384), no
  *          moe_buf, where gxs fits
  *          where ctm's rule takes it                   one cluster launch (ctm.cu)
  *          same bound as the pair                    one launch (sort.cu)

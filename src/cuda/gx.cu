@@ -77,11 +77,6 @@ static int mr_gx_auto(const mr_config* cfg) {
 #ifndef MR_GX_LEAN_BAR
 #define MR_GX_LEAN_BAR 1
 #endif
-/* knob gx_xchg: gx's exchange by columns (v30, mr_gx_cols; gxs's v24 xchg form): 0 = the default
- * (MR_GX_XCHG), 1 = on, -1 = off. The same bits either way. */
-#ifndef MR_GX_XCHG
-#define MR_GX_XCHG 0
-#endif
 static uint32_t mr_gx_stagger(void) {
   return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
@@ -90,11 +85,7 @@ typedef struct mr_gx_k {
   uint32_t T, E, Ep, k, U, G, R;
   uint32_t stagger; /* the read-back starts at row c (knob gx_stagger): CTAs read different rows at a time */
   uint32_t tail;    /* v25: the zeroing launch also zeroes the counter of the clear launched after this one */
-  uint32_t xchg;    /* v30 (knob gx_xchg): the exchange by columns (mr_gx_cols) and a second grid barrier */
-  uint32_t rpl;     /* xchg: count rows per lane, ceil(G / 32) */
   unsigned char* cnt; /* [G][Ep] count bytes (16-byte aligned) */
-  uint32_t* pre;      /* xchg: [G][Ep] each CTA's count of each expert in the CTAs before it */
-  uint32_t* tot;      /* xchg: [Ep] each expert's total */
   uint32_t* bar;      /* the barrier word */
   int32_t* topk_ids;  /* optional */
   float* topk_weights;
@@ -153,40 +144,6 @@ __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t targe
     mr_gx_grid_wait_x<LEAN>(bar, target);
   }
   __syncthreads();
-}
-
-/* The exchange by columns (gxs v24, gx v30; knobs gxs_xchg, gx_xchg): warp w of CTA c takes the experts
- * c + G (w + NW j); lane l its count rows [l rpl, l rpl + rpl) (rpl = ceil(G / 32) <= MR_GX_RPL): the prefix
- * over the rows by a warp scan into pre[r][e] (each CTA's count of e in the CTAs before it), the total into
- * tot[e]. The caller then passes a second grid barrier, after which each CTA reads its own row of pre and the
- * totals instead of the whole count matrix. CT: the matrix's count type (gx: bytes, gxs: 16 bits). */
-#define MR_GX_RPL 8 /* count rows per lane: G <= 256 */
-template <uint32_t NW, typename CT>
-__device__ __forceinline__ void mr_gx_cols(const CT* cnt, uint32_t Ep, uint32_t E, uint32_t G, uint32_t rpl,
-                                           uint32_t* pre, uint32_t* tot, uint32_t c, uint32_t warp, uint32_t lane) {
-  for (uint32_t e = c + G * warp; e < E; e += G * NW) { /* warp-uniform */
-    uint32_t x[MR_GX_RPL], s = 0u;
-#pragma unroll
-    for (uint32_t j = 0; j < MR_GX_RPL; ++j) {
-      const uint32_t r = lane * rpl + j;
-      x[j] = j < rpl && r < G ? (uint32_t)__ldcg(cnt + (size_t)r * Ep + e) : 0u;
-      s += x[j];
-    }
-    uint32_t inc = s;
-#pragma unroll
-    for (uint32_t m = 1u; m < 32u; m <<= 1) {
-      const uint32_t y = __shfl_up_sync(MR_FULL_MASK, inc, m);
-      if (lane >= m) inc += y;
-    }
-    uint32_t run = inc - s;
-#pragma unroll
-    for (uint32_t j = 0; j < MR_GX_RPL; ++j) {
-      const uint32_t r = lane * rpl + j;
-      if (j < rpl && r < G) __stcg(pre + (size_t)r * Ep + e, run);
-      run += x[j];
-    }
-    if (lane == 31u) __stcg(tot + e, inc);
-  }
 }
 
 __global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail) {
@@ -271,70 +228,55 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   __syncthreads();
   mr_gx_grid_barrier<LEAN>(a.bar, G);
 
-  /* C. each expert's total and the count of the CTAs before c (thread e's: tt, bf) */
-  uint32_t tt = 0u, bf = 0u;
-  if (a.xchg) {
-    /* v30: by columns (gxs's v24 form): no CTA reads the whole matrix, at the price of a second barrier */
-    mr_gx_cols<MR_GX_WARPS>(a.cnt, Ep, E, G, a.rpl, a.pre, a.tot, c, warp, lane);
-    __syncthreads();
-    mr_gx_grid_barrier<LEAN>(a.bar, 2u * G);
-    if (tid < E) {
-      tt = __ldcg(a.tot + tid);
-      bf = __ldcg(a.pre + (size_t)c * Ep + tid);
+  /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
+   * (16 experts) over rows rg + NRG i in 16-bit lanes (<= 9 x 32 per lane), then per expert over the
+   * row groups (its total <= T < 2^16) */
+  const uint32_t ncol = Ep / 16u, nrg = MR_GX_THREADS / ncol, col = tid % ncol, rg = tid / ncol;
+  const uint32_t rts = Ep + Ep / 16u; /* expert e of a row group at e + e / 16: no bank conflicts */
+  {
+    uint4 x[MR_GX_MAXJ];
+    const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
+#pragma unroll
+    for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+      const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
+      x[i] = r < G && rg < nrg ? __ldcg((const uint4*)(a.cnt + (size_t)rr * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
     }
-  } else {
-    /* every CTA reads the whole matrix: thread (rg, col) sums column col (16 experts) over rows rg + NRG i
-     * in 16-bit lanes (<= 9 x 32 per lane), then per expert over the row groups (its total <= T < 2^16) */
-    const uint32_t ncol = Ep / 16u, nrg = MR_GX_THREADS / ncol, col = tid % ncol, rg = tid / ncol;
-    const uint32_t rts = Ep + Ep / 16u; /* expert e of a row group at e + e / 16: no bank conflicts */
-    {
-      uint4 x[MR_GX_MAXJ];
-      const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
+    uint32_t te[4] = {0u, 0u, 0u, 0u}, to[4] = {0u, 0u, 0u, 0u}, be[4] = {0u, 0u, 0u, 0u}, bo[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-      for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
-        const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
-        x[i] = r < G && rg < nrg ? __ldcg((const uint4*)(a.cnt + (size_t)rr * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
-      }
-      uint32_t te[4] = {0u, 0u, 0u, 0u}, to[4] = {0u, 0u, 0u, 0u}, be[4] = {0u, 0u, 0u, 0u}, bo[4] = {0u, 0u, 0u, 0u};
+    for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+      const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
+      const bool before = rr < c;
+      const uint32_t w4[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
 #pragma unroll
-      for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
-        const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
-        const bool before = rr < c;
-        const uint32_t w4[4] = {x[i].x, x[i].y, x[i].z, x[i].w};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const uint32_t ev = w4[q] & 0x00ff00ffu, od = (w4[q] >> 8) & 0x00ff00ffu; /* bytes 0, 2 / 1, 3 */
-          te[q] += ev;
-          to[q] += od;
-          be[q] += before ? ev : 0u;
-          bo[q] += before ? od : 0u;
-        }
-      }
-      if (rg < nrg) {
-        uint32_t* dst = rt + rg * rts + col * 17u;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          dst[4 * q + 0] = (be[q] << 16) | (te[q] & 0xffffu);
-          dst[4 * q + 1] = (bo[q] << 16) | (to[q] & 0xffffu);
-          dst[4 * q + 2] = (be[q] & 0xffff0000u) | (te[q] >> 16);
-          dst[4 * q + 3] = (bo[q] & 0xffff0000u) | (to[q] >> 16);
-        }
+      for (int q = 0; q < 4; ++q) {
+        const uint32_t ev = w4[q] & 0x00ff00ffu, od = (w4[q] >> 8) & 0x00ff00ffu; /* bytes 0, 2 / 1, 3 */
+        te[q] += ev;
+        to[q] += od;
+        be[q] += before ? ev : 0u;
+        bo[q] += before ? od : 0u;
       }
     }
-    __syncthreads();
-    if (tid < E) {
-      uint32_t acc = 0u;
-      for (uint32_t r = 0; r < nrg; ++r) acc += rt[r * rts + tid + tid / 16u];
-      tt = acc & 0xffffu;
-      bf = acc >> 16;
+    if (rg < nrg) {
+      uint32_t* dst = rt + rg * rts + col * 17u;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        dst[4 * q + 0] = (be[q] << 16) | (te[q] & 0xffffu);
+        dst[4 * q + 1] = (bo[q] << 16) | (to[q] & 0xffffu);
+        dst[4 * q + 2] = (be[q] & 0xffff0000u) | (te[q] >> 16);
+        dst[4 * q + 3] = (bo[q] & 0xffff0000u) | (to[q] >> 16);
+      }
     }
   }
+  __syncthreads();
   /* the padded scan over the experts, thread e (E <= 256) */
   unsigned long long v = 0ull;
-  uint32_t cn = 0u;
+  uint32_t cn = 0u, bf = 0u;
   if (tid < E) {
+    uint32_t acc = 0u;
+    for (uint32_t r = 0; r < nrg; ++r) acc += rt[r * rts + tid + tid / 16u];
     const uint32_t en = o.expert_mask == NULL || __ldg(o.expert_mask + tid) != 0;
-    cn = en ? tt : 0u; /* a masked expert's bits were never set */
+    cn = en ? (acc & 0xffffu) : 0u; /* a masked expert's bits were never set */
+    bf = acc >> 16;
     v = (unsigned long long)(mr_udiv(cn + U - 1u, U, o.u_magic) * U) | ((unsigned long long)en << 32);
   }
   unsigned long long total;
@@ -404,16 +346,13 @@ extern "C" int mr_cuda_gx_takes(const mr_config* cfg, const mr_gate_args* a) {
          mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED && mr_cuda_coop_launch();
 }
 
-/* workspace: the barrier word (its own 256 bytes), the count matrix [G][Ep] of bytes, then the xchg form's
- * prefixes [G][Ep] and totals [Ep] of 32 bits (reserved whatever the knob); a function of (T, E) and the SM
- * count only, reserved wherever gx could take the call (mr_cuda_gx_ws_reserved) */
-static size_t mr_gx_ws_cnt(size_t G, size_t Ep) { return (G * Ep + 255u) / 256u * 256u; }
-static size_t mr_gx_ws_pre(size_t G, size_t Ep) { return (G * Ep * 4u + 255u) / 256u * 256u; }
+/* workspace: the barrier word (its own 256 bytes), then the count matrix [G][Ep]; a function of
+ * (T, E) and the SM count only, reserved wherever gx could take the call (mr_cuda_gx_ws_reserved) */
 extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
   uint32_t R, G;
   if (!mr_gx_plan(cfg, &R, &G)) return 0;
   const size_t Ep = ((size_t)cfg->num_experts + 15u) & ~(size_t)15u;
-  return 256u + mr_gx_ws_cnt(G, Ep) + mr_gx_ws_pre(G, Ep) + Ep * 4u; /* v30: xchg's prefixes and totals */
+  return 256u + ((size_t)G * Ep + 255u) / 256u * 256u;
 }
 
 /* The zeroing launch (PDL after the previous work), then `kernel` over G CTAs as a cooperative
@@ -580,10 +519,6 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
   g.U = (uint32_t)cfg->unit_size;
   g.bar = (uint32_t*)workspace;
   g.cnt = (unsigned char*)workspace + 256;
-  g.pre = (uint32_t*)((unsigned char*)workspace + 256 + mr_gx_ws_cnt(g.G, g.Ep));
-  g.tot = g.pre + mr_gx_ws_pre(g.G, g.Ep) / 4u;
-  g.rpl = (g.G + 31u) / 32u;
-  g.xchg = mr_knob_on(mr_cuda_tune.gx_xchg, MR_GX_XCHG) && g.rpl <= MR_GX_RPL;
   g.topk_ids = topk_ids;
   g.topk_weights = topk_weights;
   g.stagger = mr_gx_stagger();
@@ -641,6 +576,7 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
 #define MR_GXS_MAX_E 512
 #define MR_GXS_J 8 /* count-matrix loads in flight per thread */
 #define MR_GXS_SMEM_MAX (48u * 1024u)
+#define MR_GXS_RPL 8 /* xchg: count rows per lane, G <= 256 */
 
 typedef struct mr_gxs_k {
   uint32_t T, E, Ep, k, U, G, R, W; /* W = ceil(R / 32) mask words per expert */
@@ -650,7 +586,7 @@ typedef struct mr_gxs_k {
   uint32_t place;                   /* v24 (knob gxs_place): the CTA's entries put in (expert, token, slot) order
                                        in shared memory while the other CTAs arrive, then stored in that order */
   uint32_t xchg;                    /* v24 (knob gxs_xchg): the exchange by columns and a second grid barrier */
-  uint32_t rpl;                     /* xchg: count rows per lane, ceil(G / 32) <= MR_GX_RPL */
+  uint32_t rpl;                     /* xchg: count rows per lane, ceil(G / 32) <= MR_GXS_RPL */
   uint32_t zeroed;                  /* v26: no zeroing launch before this one (MR_GX_ZEROED): wait for the launch
                                        before (the gate kernel, which zeroed the barrier word) at the start */
   uint32_t probe;                   /* lab timing probe (knob gxs_probe), WRONG outputs: 1 = return at entry, 2 =
@@ -677,6 +613,38 @@ __host__ __device__ __forceinline__ size_t mr_gxs_smem(uint32_t E, uint32_t R, u
   const uint32_t Ep = (E + 7u) & ~7u;
   return (size_t)mr_gxs_w64_word(E, R, k, W, ent_sm) * 4u + 8u * MR_GXS_WARPS + 2u * Ep +
          (place ? 4u * E + 2u * R * k : 0u);
+}
+
+/* The exchange by columns (v24, knob gxs_xchg): warp w of CTA c takes the experts c + G (w + 16 j); lane l its
+ * count rows [l rpl, l rpl + rpl) (rpl = ceil(G / 32) <= MR_GXS_RPL): the prefix over the rows by a warp scan into
+ * pre[r][e] (each CTA's count of e in the CTAs before it), the total into tot[e]. The caller then passes a second
+ * grid barrier, after which each CTA reads its own row of pre and the totals instead of the whole count matrix.
+ * (Session 29 measured the same pass in gx, v30: ~1 us slower there at every T, perf-log v30.) */
+__device__ __forceinline__ void mr_gxs_cols(const uint16_t* cnt, uint32_t Ep, uint32_t E, uint32_t G, uint32_t rpl,
+                                            uint32_t* pre, uint32_t* tot, uint32_t c, uint32_t warp, uint32_t lane) {
+  for (uint32_t e = c + G * warp; e < E; e += G * MR_GXS_WARPS) { /* warp-uniform */
+    uint32_t x[MR_GXS_RPL], s = 0u;
+#pragma unroll
+    for (uint32_t j = 0; j < MR_GXS_RPL; ++j) {
+      const uint32_t r = lane * rpl + j;
+      x[j] = j < rpl && r < G ? (uint32_t)__ldcg(cnt + (size_t)r * Ep + e) : 0u;
+      s += x[j];
+    }
+    uint32_t inc = s;
+#pragma unroll
+    for (uint32_t m = 1u; m < 32u; m <<= 1) {
+      const uint32_t y = __shfl_up_sync(MR_FULL_MASK, inc, m);
+      if (lane >= m) inc += y;
+    }
+    uint32_t run = inc - s;
+#pragma unroll
+    for (uint32_t j = 0; j < MR_GXS_RPL; ++j) {
+      const uint32_t r = lane * rpl + j;
+      if (j < rpl && r < G) __stcg(pre + (size_t)r * Ep + e, run);
+      run += x[j];
+    }
+    if (lane == 31u) __stcg(tot + e, inc);
+  }
 }
 
 template <bool LEAN>
@@ -772,7 +740,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
     /* by columns: warp w of CTA c takes the experts c + G (w + 16 j); lane l its rows [l rpl, l rpl + rpl):
      * the prefix over the rows by a warp scan into pre[r][e], the total into tot[e]; a second grid
      * barrier; then each CTA reads its own row of pre and the totals (no CTA reads the whole matrix) */
-    mr_gx_cols<MR_GXS_WARPS>(a.cnt, Ep, E, G, a.rpl, a.pre, a.tot, c, warp, lane);
+    mr_gxs_cols(a.cnt, Ep, E, G, a.rpl, a.pre, a.tot, c, warp, lane);
     __syncthreads();
     mr_gx_grid_barrier<LEAN>(a.bar, 2u * G);
     if (tid < E) {
@@ -896,7 +864,7 @@ __global__ void __launch_bounds__(MR_GXS_THREADS, 1)
 
 /* the plan: R rows per CTA, G CTAs (at most one per SM), the mask words, the read-back's row groups,
  * the v24 forms where they fit (place: its order in shared memory, the entries then read again from
- * topk_ids if need be; xchg: G <= 32 MR_GX_RPL); 0 where gxs does not fit (E > 512, shared memory over
+ * topk_ids if need be; xchg: G <= 32 MR_GXS_RPL); 0 where gxs does not fit (E > 512, shared memory over
  * 48 KB, a count over 16 bits) */
 static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   const int64_t T = cfg->num_tokens, E = cfg->num_experts, k = cfg->top_k;
@@ -917,7 +885,7 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
   while (nrg > 1u && (g->Ep / 8u) * nrg > MR_GXS_THREADS) nrg >>= 1;
   g->nrg = nrg;
   g->rpl = (g->G + 31u) / 32u;
-  g->xchg = mr_knob_on(mr_cuda_tune.gxs_xchg, MR_GXS_XCHG) && g->rpl <= MR_GX_RPL;
+  g->xchg = mr_knob_on(mr_cuda_tune.gxs_xchg, MR_GXS_XCHG) && g->rpl <= MR_GXS_RPL;
   for (uint32_t place = (uint32_t)mr_knob_on(mr_cuda_tune.gxs_place, MR_GXS_PLACE);; place = 0u) {
     g->place = place;
     g->ent_sm = 1u;
@@ -955,23 +923,43 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
  *     chain 12.84 in run 39; Qwen3-235B 8192 13.04 / ~13.4).
  * E >= 128 and 4 <= k <= 10: the E and k timed (128 - 512; 4, 8, 10). v23's rule (session 25, before the
  * v24 forms) was k >= 8, E >= 256 and T*k >= 393216 (327680 for E > 256). */
+/* v30 (session 29; lab call 83, H100, gxs_lab --bounds, `dev/runs/run83/bounds.log`, kernel metric, auto before
+ * the change / gxs): the bounds of lab call 69 predate v24b's lean barriers, which took ~1.4 us off every gxs call.
+ *   sort: every k = 8 preset faster by gxs at T*k = 16384 and slower at 8192 (DeepSeek-R1 softmax T = 2048 10.22 /
+ *     8.00, T = 1024 7.42 / 7.85; Kimi-K2 9.63 / 8.20, 7.42 / 8.19; grouped DeepSeek-R1 9.55 / 7.79, 7.12 / 7.77;
+ *     Qwen3-235B 9.90 / 7.52, 7.15 / 7.42); k = 4 (GPT-OSS-120B) from 12288 (T = 3072 8.61 / 7.44; T = 2048 6.98 /
+ *     7.44 slower); E = 512, k = 10 (Qwen3-Next) at 20480 (T = 2048 12.44 / 9.10; T = 1024 6.94 / 8.76 slower).
+ *   route, rows not segmented: from 16384 for E <= 384 (Kimi-K2 T = 2048 19.04 / 17.95, T = 1024 15.20 / 17.52
+ *     slower; grouped DeepSeek-R1 16.16 / 14.53, 12.65 / 14.41), from 30720 for E = 512 (Qwen3-Next T = 3072 19.58 /
+ *     17.20, T = 2048 15.98 / 16.62 slower).
+ *   route, segmented rows: the bounds above stand (DeepSeek-R1 softmax T = 6144 14.23 / 14.81; Qwen3-235B 6144 11.87
+ *     / 12.58), but where route ran the gate kernel + ctm's sort (past gx's T = 4096, up to ctm's T*k = 24576: k <= 5)
+ *     gxs is faster (GPT-OSS-120B T = 6144 15.29 / 12.20, T = 4096 12.74 / 11.99 with gx off): from 16384 to 24576. */
 #define MR_GXS_AUTO 1
-#define MR_GXS_MIN_N_SORT 49152
-#define MR_GXS_MIN_N_ROUTE 98304      /* segmented rows, E <= 128 */
-#define MR_GXS_MIN_N_ROUTE_E256 65536 /* segmented rows, E > 128 (v24b's lean barriers: results run 39) */
+#define MR_GXS_MIN_N_SORT 16384         /* k >= 5, E <= 384 */
+#define MR_GXS_MIN_N_SORT_K4 12288      /* k = 4 */
+#define MR_GXS_MIN_N_SORT_E512 20480    /* E > 384 */
+#define MR_GXS_MIN_N_ROUTE_OTHER 16384  /* rows the gate kernel does not segment, E <= 384; also the lowest route bound */
+#define MR_GXS_MIN_N_ROUTE_OTHER_E512 30720 /* (E > 384) */
+#define MR_GXS_MIN_N_ROUTE 98304        /* segmented rows, E <= 128 */
+#define MR_GXS_MIN_N_ROUTE_E256 65536   /* segmented rows, E > 128 (v24b's lean barriers: results run 39) */
+#define MR_GXS_ROUTE_CTM_MAX_N 24576    /* segmented rows, from MR_GXS_MIN_N_ROUTE_OTHER to here: where route's sort would
+                                           be ctm's (ctm.cu mr_ctm_wanted, E <= 256) */
 #define MR_GXS_MIN_K 4
 #define MR_GXS_MAX_K 10
 #define MR_GXS_MIN_E 128
 static int mr_gxs_auto(const mr_config* cfg, moeroute_op op, int seg) {
-  const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k;
-  return MR_GXS_AUTO && cfg->top_k >= MR_GXS_MIN_K && cfg->top_k <= MR_GXS_MAX_K &&
-         cfg->num_experts >= MR_GXS_MIN_E &&
-         n >= (op != MOEROUTE_OP_ROUTE || !seg   ? MR_GXS_MIN_N_SORT
-               : cfg->num_experts > 128 ? MR_GXS_MIN_N_ROUTE_E256
-                                        : MR_GXS_MIN_N_ROUTE);
+  const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k, E = cfg->num_experts;
+  if (!MR_GXS_AUTO || cfg->top_k < MR_GXS_MIN_K || cfg->top_k > MR_GXS_MAX_K || E < MR_GXS_MIN_E) return 0;
+  if (op != MOEROUTE_OP_ROUTE)
+    return n >= (E > 384 ? MR_GXS_MIN_N_SORT_E512 : cfg->top_k <= 4 ? MR_GXS_MIN_N_SORT_K4 : MR_GXS_MIN_N_SORT);
+  if (!seg) return n >= (E > 384 ? MR_GXS_MIN_N_ROUTE_OTHER_E512 : MR_GXS_MIN_N_ROUTE_OTHER);
+  return n >= (E > 128 ? MR_GXS_MIN_N_ROUTE_E256 : MR_GXS_MIN_N_ROUTE) ||
+         (n >= MR_GXS_MIN_N_ROUTE_OTHER && n <= MR_GXS_ROUTE_CTM_MAX_N);
 }
 /* seg: route's rows are gated by segments (mr_cuda_gate_segmented); 0 where unknown (route's workspace
- * query, which cannot see the bias pointer: the lower bound, so it reserves wherever gxs may take) */
+ * query, which cannot see the bias pointer: the lower bound, so it reserves wherever gxs may take; v30: the
+ * segmented rows' lowest bound is MR_GXS_MIN_N_ROUTE_OTHER, the bound of rows not segmented with E <= 256) */
 extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg) {
   const int knob = mr_cuda_tune.gxs;
   mr_gxs_k g;
