@@ -415,9 +415,9 @@ typedef struct mr_cuda_tuning {
                             per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
   int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
                             and route's sort after the gate kernel, without a moe_buf: 0 = auto (gx.cu
-                            mr_gxs_auto, v30: 4 <= k <= 10, E >= 128, the sort entry point from T*k = 16384,
-                            route's rows not segmented from 16384 (E > 384: 30720), its segmented rows from
-                            16384 to 24576 and from 65536 / 98304), 1 = wherever it
+                            mr_gxs_auto, v30: 4 <= k <= 10, E >= 128, the sort entry point from T*k = 49152
+                            (16384 for 256 < E <= 384, 20480 above), route's rows not segmented from 16384 (E > 384:
+                            30720), its segmented rows from 65536 (E > 128) / 98304), 1 = wherever it
                             fits (E <= 512, one CTA per SM, <= 48 KB of shared memory), 2 = the sort entry
                             point only, wherever it fits, -1 = never */
   int gxs_probe;         /* lab timing probe of gxs (gx.cu mr_gxs_k.probe), WRONG outputs: 0 = off */
@@ -548,6 +548,7 @@ cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_sort_out* o,
 int mr_cuda_tm_sort_fits(const mr_config* cfg);
 int mr_cuda_ctm_route_takes(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_ctm_sort_takes(const mr_config* cfg);
+int mr_cuda_ctm_route_sort_takes(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_ctm_refused(void); /* 1 once the current device refused a ctm launch (then ctm takes nothing) */
 cudaError_t mr_cuda_launch_ctm_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                      int32_t* topk_ids, float* topk_weights, cudaStream_t stream);

@@ -340,6 +340,16 @@ extern "C" int mr_cuda_ctm_route_takes(const mr_config* cfg, const mr_gate_args*
   return mr_cuda_tune.ctm == 1 && mr_cuda_epl_bucket(cfg->num_experts) <= 16 && mr_ctm_takes(cfg, a);
 }
 extern "C" int mr_cuda_ctm_sort_takes(const mr_config* cfg) { return mr_ctm_takes(cfg, NULL); }
+/* Route's gate kernel + ctm's sort (entry.cu): where ctm's sort takes, except the rows the gate kernel segments with
+ * E >= 128 above T*k = 16384 (past gx's T = 4096 for k <= 5), which take large.cu's L1 by segments instead (v30,
+ * session 29; lab call 84, H100, `dev/runs/run84/bounds.log`, kernel metric: GPT-OSS-120B T = 4097 / 5120 / 6144
+ * 13.43 / 14.11 / 15.42 us by the gate kernel + ctm's sort, 8.87 / 10.21 / 10.52 by the L1, 12.12 / 12.19 / 12.30 by
+ * the gate kernel + gxs). */
+extern "C" int mr_cuda_ctm_route_sort_takes(const mr_config* cfg, const mr_gate_args* a) {
+  if (cfg->num_experts >= 128 && cfg->num_tokens * (int64_t)cfg->top_k > 16384 && mr_cuda_gate_segmented(cfg, a))
+    return 0;
+  return mr_cuda_ctm_sort_takes(cfg);
+}
 
 /* One cluster launch: the routing cluster (R CTAs) first, then whole clusters that
  * clear moe_buf. Clusters above 8 CTAs need the non-portable attribute; where it or

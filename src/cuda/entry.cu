@@ -10,9 +10,9 @@
  *          moe_buf, 1024 <= T <= 4096                    (gx.cu, design 37)
  *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
  *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
- *          kernel segments 16384 - 24576, then from     the gate kernel zeroes gxs's word,
- *          65536 where E > 128, else 98304), no         v26) and one cooperative sort
- *          moe_buf, where gxs fits (E <= 512, 48 KB)    launch (gx.cu mr_gxs_auto, design 38)
+ *          kernel segments 65536 where E > 128, else    the gate kernel zeroes gxs's word,
+ *          98304), no moe_buf, where gxs fits (E <=     v26) and one cooperative sort
+ *          512, 48 KB of shared memory)                 launch (gx.cu mr_gxs_auto, design 38)
  *          the same with a moe_buf, T*k >= 262144       the same launches, then a clear of
  *                                                       moe_buf by a launch of its own
  *                                                       (gx.cu, design 39)
@@ -56,9 +56,9 @@
  *   gate   any T                                     gate kernel (or nothing at T = 0);
  *                                                    16-bit softmax rows, E <= 256, k <= 8
  *                                                    by segments of 16/8/4 lanes at large T
- *   sort   4 <= k <= 10, E >= 128, T*k >= 16384      gxs (gx.cu, design 38)
- *          (12288 for k = 4, 20480 for E > 384), no
- *          moe_buf, where gxs fits
+ *   sort   4 <= k <= 10, E >= 128, T*k >= 49152      gxs (gx.cu, design 38)
+ *          (16384 for 256 < E <= 384, 20480 above),
+ *          no moe_buf, where gxs fits
  *          where ctm's rule takes it                   one cluster launch (ctm.cu)
  *          same bound as the pair                    one launch (sort.cu)
  *          T*k <= 16384                              one launch (mid.cu)
@@ -523,7 +523,7 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
     if (err == cudaSuccess && !mr_try_ctm_sort(&cfg, &so, ids, sw, s, &err))
       err = mr_cuda_launch_mid_sort(&cfg, &so, ids, sw, s);
   } else if (cfg.num_tokens > 0 && !mr_cuda_tune.force_general && cfg.num_experts <= 384 &&
-             !mr_cuda_mid_sort_fits(&cfg) && mr_cuda_ctm_sort_takes(&cfg) &&
+             !mr_cuda_mid_sort_fits(&cfg) && mr_cuda_ctm_route_sort_takes(&cfg, &ga) &&
              ws >= mr_cuda_general_sort_workspace(&cfg) + 2u * mr_route_topk_half(&cfg)) {
     /* above the mid sort's bound without a moe_buf: the gate kernel, then ctm's sort (as
      * the chain runs it: gate, then the sort entry point); the top-k through the caller's

@@ -923,28 +923,32 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
  *     chain 12.84 in run 39; Qwen3-235B 8192 13.04 / ~13.4).
  * E >= 128 and 4 <= k <= 10: the E and k timed (128 - 512; 4, 8, 10). v23's rule (session 25, before the
  * v24 forms) was k >= 8, E >= 256 and T*k >= 393216 (327680 for E > 256). */
-/* v30 (session 29; lab call 83, H100, gxs_lab --bounds, `dev/runs/run83/bounds.log`, kernel metric, auto before
- * the change / gxs): the bounds of lab call 69 predate v24b's lean barriers, which took ~1.4 us off every gxs call.
- *   sort: every k = 8 preset faster by gxs at T*k = 16384 and slower at 8192 (DeepSeek-R1 softmax T = 2048 10.22 /
- *     8.00, T = 1024 7.42 / 7.85; Kimi-K2 9.63 / 8.20, 7.42 / 8.19; grouped DeepSeek-R1 9.55 / 7.79, 7.12 / 7.77;
- *     Qwen3-235B 9.90 / 7.52, 7.15 / 7.42); k = 4 (GPT-OSS-120B) from 12288 (T = 3072 8.61 / 7.44; T = 2048 6.98 /
- *     7.44 slower); E = 512, k = 10 (Qwen3-Next) at 20480 (T = 2048 12.44 / 9.10; T = 1024 6.94 / 8.76 slower).
+/* v30 (session 29; lab calls 83 - 84, H100, gxs_lab --bounds, `dev/runs/run83/`, `run84/`, kernel metric, the paths
+ * before / gxs): the bounds of lab call 69 predate v24b's lean barriers, which took ~1.4 us off every gxs call.
+ *   sort: every k = 8 preset is faster by gxs ALONE at T*k = 16384 and slower at 8192 (DeepSeek-R1 softmax T = 2048
+ *     10.22 / 8.00, 1024 7.42 / 7.85; Kimi-K2 9.63 / 8.20, 7.42 / 8.19; Qwen3-235B 9.90 / 7.52), k = 4 from 12288,
+ *     E = 512 at 20480. But results run 47, which ran those bounds for every E, has the CHAIN (our gate kernel, then
+ *     the sort) slower by 1.6 - 2.6 us where the gate kernel is the fast segment kernel (DeepSeek-R1 softmax T = 2048
+ *     / 4096 11.98 / 12.44 -> 13.99 / 14.83 us, GPT-OSS-120B 4096 / 8192 11.00 / 10.92 -> 12.64 / 13.56; the sort
+ *     alone 0.2 - 1.0 faster): gxs's zeroing and cooperative launches do not overlap the gate kernel's tail as the
+ *     paths before it do. Where the gate kernel is slow (Kimi-K2, Qwen3-Next) both got faster (Kimi-K2 T = 4096 chain
+ *     27.19 -> 25.16, Qwen3-Next 20.07 -> 17.52). So the lower sort bound holds for E > 256 only (16384; 20480 for
+ *     E > 384); E <= 256 keeps 49152.
  *   route, rows not segmented: from 16384 for E <= 384 (Kimi-K2 T = 2048 19.04 / 17.95, T = 1024 15.20 / 17.52
  *     slower; grouped DeepSeek-R1 16.16 / 14.53, 12.65 / 14.41), from 30720 for E = 512 (Qwen3-Next T = 3072 19.58 /
- *     17.20, T = 2048 15.98 / 16.62 slower).
- *   route, segmented rows: the bounds above stand (DeepSeek-R1 softmax T = 6144 14.23 / 14.81; Qwen3-235B 6144 11.87
- *     / 12.58), but where route ran the gate kernel + ctm's sort (past gx's T = 4096, up to ctm's T*k = 24576: k <= 5)
- *     gxs is faster (GPT-OSS-120B T = 6144 15.29 / 12.20, T = 4096 12.74 / 11.99 with gx off): from 16384 to 24576. */
+ *     17.20, T = 2048 15.98 / 16.62 slower); results run 47: Kimi-K2 T = 4096 26.83 -> 25.16, Qwen3-Next 20.07 ->
+ *     17.55.
+ *   route, segmented rows: the bounds below stand (DeepSeek-R1 softmax T = 6144 14.23 / 14.81; Qwen3-235B 6144 11.87
+ *     / 12.58). (Where route ran the gate kernel + ctm's sort past gx's T = 4096, GPT-OSS-120B T = 4097 - 6144, large.cu's
+ *     L1 by segments is faster than both: ctm.cu mr_cuda_ctm_route_sort_takes.) */
 #define MR_GXS_AUTO 1
-#define MR_GXS_MIN_N_SORT 16384         /* k >= 5, E <= 384 */
-#define MR_GXS_MIN_N_SORT_K4 12288      /* k = 4 */
-#define MR_GXS_MIN_N_SORT_E512 20480    /* E > 384 */
-#define MR_GXS_MIN_N_ROUTE_OTHER 16384  /* rows the gate kernel does not segment, E <= 384; also the lowest route bound */
-#define MR_GXS_MIN_N_ROUTE_OTHER_E512 30720 /* (E > 384) */
+#define MR_GXS_MIN_N_SORT 49152         /* E <= 256 */
+#define MR_GXS_MIN_N_SORT_E384 16384    /* 256 < E <= 384 (v30) */
+#define MR_GXS_MIN_N_SORT_E512 20480    /* E > 384 (v30) */
+#define MR_GXS_MIN_N_ROUTE_OTHER 16384  /* rows the gate kernel does not segment, E <= 384 (v30); the lowest route bound */
+#define MR_GXS_MIN_N_ROUTE_OTHER_E512 30720 /* (E > 384, v30) */
 #define MR_GXS_MIN_N_ROUTE 98304        /* segmented rows, E <= 128 */
 #define MR_GXS_MIN_N_ROUTE_E256 65536   /* segmented rows, E > 128 (v24b's lean barriers: results run 39) */
-#define MR_GXS_ROUTE_CTM_MAX_N 24576    /* segmented rows, from MR_GXS_MIN_N_ROUTE_OTHER to here: where route's sort would
-                                           be ctm's (ctm.cu mr_ctm_wanted, E <= 256) */
 #define MR_GXS_MIN_K 4
 #define MR_GXS_MAX_K 10
 #define MR_GXS_MIN_E 128
@@ -952,14 +956,12 @@ static int mr_gxs_auto(const mr_config* cfg, moeroute_op op, int seg) {
   const int64_t n = cfg->num_tokens * (int64_t)cfg->top_k, E = cfg->num_experts;
   if (!MR_GXS_AUTO || cfg->top_k < MR_GXS_MIN_K || cfg->top_k > MR_GXS_MAX_K || E < MR_GXS_MIN_E) return 0;
   if (op != MOEROUTE_OP_ROUTE)
-    return n >= (E > 384 ? MR_GXS_MIN_N_SORT_E512 : cfg->top_k <= 4 ? MR_GXS_MIN_N_SORT_K4 : MR_GXS_MIN_N_SORT);
+    return n >= (E > 384 ? MR_GXS_MIN_N_SORT_E512 : E > 256 ? MR_GXS_MIN_N_SORT_E384 : MR_GXS_MIN_N_SORT);
   if (!seg) return n >= (E > 384 ? MR_GXS_MIN_N_ROUTE_OTHER_E512 : MR_GXS_MIN_N_ROUTE_OTHER);
-  return n >= (E > 128 ? MR_GXS_MIN_N_ROUTE_E256 : MR_GXS_MIN_N_ROUTE) ||
-         (n >= MR_GXS_MIN_N_ROUTE_OTHER && n <= MR_GXS_ROUTE_CTM_MAX_N);
+  return n >= (E > 128 ? MR_GXS_MIN_N_ROUTE_E256 : MR_GXS_MIN_N_ROUTE);
 }
 /* seg: route's rows are gated by segments (mr_cuda_gate_segmented); 0 where unknown (route's workspace
- * query, which cannot see the bias pointer: the lower bound, so it reserves wherever gxs may take; v30: the
- * segmented rows' lowest bound is MR_GXS_MIN_N_ROUTE_OTHER, the bound of rows not segmented with E <= 256) */
+ * query, which cannot see the bias pointer: the lower bound, so it reserves wherever gxs may take) */
 extern "C" int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg) {
   const int knob = mr_cuda_tune.gxs;
   mr_gxs_k g;

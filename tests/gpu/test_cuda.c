@@ -1960,12 +1960,12 @@ static void group_thresholds(void) {
                                         gate + ctm's sort on both sides) */
       {"deepseek-r1", 16383, 1, 0},  /* route without moe_buf: large.cu -> the chain from T = 16384 */
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
-      {"gpt-oss-120b", 6145, 1, 0},  /* (L1 by segments, 8 lanes, on both sides: v30 moved the bound below it) */
+      {"gpt-oss-120b", 6145, 1, 0},  /* (L1 by segments, 8 lanes, on both sides: v30 moved its bound below) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
       {"ds-softmax", 1023, 1, 0},    /* gx (v22; its rule on since results run 35): from T = 1024 ... */
       {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
       {"gpt-oss-120b", 1023, 1, 0},  /* (E = 128, k = 4: the same bounds) */
-      {"gpt-oss-120b", 4096, 1, 0},  /* (4097: the gate kernel + gxs since v30, below) */
+      {"gpt-oss-120b", 4096, 1, 0},  /* (4097: large.cu's L1 by segments since v30, below) */
       {"sm-e160", 2047, 1, 0},       /* (gx: E = 160, fp16, k = 6) */
       {"olmoe", 1023, 1, 0},         /* (E = 64: below gx's auto range, the paths before on both sides) */
       {"ds-softmax", 16384, 1, 0},   /* the wide L1 by segments up to T*k = 131072 (v22), then the chain (-> 131080) */
@@ -2007,25 +2007,24 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 16383, 1, 0}, /* 4 lanes per row: form 2 (lists) from T = 16384 */
       /* gxs (v24, gx.cu mr_gxs_auto; no moe_buf), for 4 <= k <= 10 and E >= 128, where it fits in 48 KB of
          shared memory on 132 SMs; its place form (v24) where that fits too (gx.cu mr_gxs_plan). v30 (session 29):
-         the sort entry point from T*k = 16384 (12288 for k = 4, 20480 for E > 384); route's sort after the gate
-         kernel for rows not segmented from 16384 (30720 for E > 384), for segmented rows from 16384 to 24576 and
-         from 65536 where E > 128, else 98304 (the pair at DeepSeek-R1 softmax T = 8191 / 8192 is the filter's
-         above) */
-      {"ds-softmax", 2047, 1, 0},    /* sort: 16376 -> 16384 (route: gx on both sides) */
-      {"gpt-oss-120b", 3071, 1, 0},  /* sort: 12284 -> 12288 (k = 4) */
+         the sort entry point from T*k = 49152 for E <= 256, 16384 for 256 < E <= 384, 20480 above; route's sort
+         after the gate kernel for rows not segmented from 16384 (30720 for E > 384), for segmented rows from 65536
+         where E > 128, else 98304 (the pair at DeepSeek-R1 softmax T = 8191 / 8192 is the filter's above) */
+      {"ds-softmax", 6143, 1, 0},    /* sort: 49144 -> 49152 */
+      {"gpt-oss-120b", 12287, 1, 0}, /* sort: 49148 -> 49152 (k = 4) */
       {"qwen3-next", 2047, 1, 0},    /* sort: 20470 -> 20480 (E = 512, k = 10) */
       {"qwen3-next", 3071, 1, 0},    /* route, rows not segmented, E = 512: 30710 -> 30720 */
-      /* route, segmented rows: gx -> the gate kernel + gxs at GPT-OSS-120B T = 4096 / 4097 (16384 -> 16388: gx's
-         pair above) ... */
-      {"gpt-oss-120b", 6144, 1, 0},  /* ... up to 24576, then large.cu's L1 by segments (-> 24580) */
       {"gpt-oss-120b", 24575, 1, 0}, /* route: 98300 -> 98304 */
-      {"kimi-k2", 2047, 1, 0},       /* route, rows not segmented (sigmoid with bias): 16376 -> 16384 */
-      {"deepseek-r1", 2047, 1, 0},   /* (grouped sigmoid rows) */
+      {"kimi-k2", 2047, 1, 0},       /* route, rows not segmented (sigmoid with bias), and the sort (E = 384):
+                                        16376 -> 16384 */
+      {"deepseek-r1", 2047, 1, 0},   /* (grouped sigmoid rows; the sort: E = 256, the paths before gxs) */
       {"glm-4.5", 2047, 1, 0},       /* (E = 160) */
-      {"odd-257", 1820, 1, 0},       /* (E = 257, k = 9: 16380 -> 16389) */
+      {"odd-257", 1820, 1, 0},       /* (E = 257, k = 9: 16380 -> 16389; the sort too) */
       {"qwen3", 12287, 1, 0},        /* route, segmented rows, E = 128 k = 8: 98296 -> 98304 */
-      {"ds-softmax", 6143, 1, 0},    /* (the bounds before v30: 49144 -> 49152, gxs's sort on both sides now) */
-      {"kimi-k2", 6143, 1, 0},
+      /* route, segmented rows with E >= 128 past T*k = 16384 up to ctm's 24576 (ctm.cu mr_cuda_ctm_route_sort_takes,
+         v30): large.cu's L1 by segments instead of the gate kernel + ctm's sort: GPT-OSS-120B T = 4096 / 4097 (gx ->
+         the L1) is gx's pair above; the L1 on both sides of T = 6144 / 6145 */
+      {"gpt-oss-120b", 6144, 1, 0},
       {"olmoe", 12287, 1, 0},        /* (E = 64 < 128: the paths before it on both sides) */
       {"qwen3-next", 29568, 1, 0},   /* E = 512: place with the entries in shared memory up to T = 29568, ... */
       {"qwen3-next", 42240, 1, 0},   /* ... place up to 42240 (the entries re-read from topk_ids), ... */
