@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plot routing time against T for every path and preset (bench/results/h200-scaling.png).
+"""Plot routing time against T for every path and preset (bench/results/<card>-scaling.png).
 
 Input: the CSV files written by `moeroute bench --backend cuda --format csv --kernel-only
 --tokens ...` (see bench/scaling.sh): one run without moe_buf (--no-moe-buf) and one with it.
@@ -86,7 +86,9 @@ def main(argv):
         ax.legend(fontsize=7)
     for j in range(n, rows * cols):
         axes[j // cols][j % cols].axis("off")
-    fig.suptitle("moeroute on H200: routing time against T (U=32, each preset's logits dtype)")
+    cards = sorted({r.get("device", "") for r in nobuf + buf} - {""})  # the card the CSVs name (was "H200" always)
+    card = " / ".join(cards) if cards else "the device"
+    fig.suptitle("moeroute on %s: routing time against T (U=32, each preset's logits dtype)" % card)
     fig.tight_layout()
     fig.savefig(png, dpi=110)
     return 0
