@@ -22,7 +22,8 @@
  *    checked and timed as --tail.
  * 5. --decode (session 28): tiny.cu's decode knobs against the default (decode_case below).
  * 6. --bounds (session 29): gxs's and gx's bounds, gx's exchange by columns (bounds_case below).
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds] [--ts 1024,...]
+ * 7. --gatewide (session 29): the fp32-key gate kernel at large T, the wide kernel forced (gatewide_case below).
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide] [--ts 1024,...]
  *              [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -634,6 +635,46 @@ static int bounds_case(const char* model, int T, int do_check, int do_time, cuda
   return bad != 0;
 }
 
+/* --gatewide (session 29, lab call 86): the fp32-key rows' gate kernel at large T (targets.md L6), the default (the
+ * warp-per-row kernel above T = 512 / 256) against the wide kernel (a row over four warps, knob gate_wide) forced at
+ * every T: topk_ids and topk_weights word for word, then the gate alone's kernel metric (50 calls in one graph). */
+static int gatewide_case(const char* model, int T, cudaStream_t s) {
+  Case c;
+  if (setup(&c, model, T, 0, 0x9a7eu + (uint64_t)T) != 0) return 1;
+  int bad = 0;
+  uint32_t** h[2];
+  for (int f = 0; f < 2; ++f) {
+    mr_cuda_tune.gate_wide = f ? (1 << 30) : 0;
+    poison(&c, 0);
+    if (moeroute_cuda_gate(&c.p, &c.b, s) != MOEROUTE_OK) {
+      printf("   gate failed: %s\n", moeroute_last_error());
+      bad = 1;
+    }
+    CK(cudaStreamSynchronize(s));
+    h[f] = fetch(&c, 0);
+  }
+  for (int i = 0; i < 2; ++i) { /* topk_ids, topk_weights */
+    size_t nd = 0;
+    for (size_t j = 0; j < c.len[i]; ++j) nd += h[0][i][j] != h[1][i][j];
+    if (nd) {
+      printf("   MISMATCH wide vs default %s: %zu words differ\n", NAMES[i], nd);
+      bad = 1;
+    }
+  }
+  free_h(h[0]);
+  free_h(h[1]);
+  double us[2];
+  for (int f = 0; f < 2; ++f) {
+    mr_cuda_tune.gate_wide = f ? (1 << 30) : 0;
+    us[f] = time_op(&c, 2, 0, s);
+  }
+  mr_cuda_tune.gate_wide = 0;
+  printf("gatewide %-20s T=%6d gate alone: default %8.2f  wide %8.2f  (%.3f)%s\n", model, T, us[0], us[1], us[1] / us[0],
+         bad ? "  WRONG" : "");
+  release(&c);
+  return bad;
+}
+
 int main(int argc, char** argv) {
   int do_time = 1, quick = 0, probes = 0, do_check = 1, tail = 0;
   int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
@@ -648,6 +689,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--head")) tail = 2;     /* v27: route + buf by P's forms (knob p_seg_chain) */
     if (!strcmp(argv[i], "--decode")) tail = 3;   /* tiny.cu's decode knobs against the default (session 28) */
     if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds (session 29) */
+    if (!strcmp(argv[i], "--gatewide")) tail = 5; /* the fp32-key gate kernel at large T, wide forced (session 29) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
@@ -673,6 +715,13 @@ int main(int argc, char** argv) {
             fails += decode_case(dm[m], dts[j], lay ? MOEROUTE_LAYOUT_CK : MOEROUTE_LAYOUT_BOTH, s);
     CK(cudaStreamDestroy(s));
     printf("gxs lab --decode: %d failure(s)\n", fails);
+    return fails ? 1 : 0;
+  }
+  if (tail == 5) { /* --gatewide: each model at each T of --ts */
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nts; ++j) fails += gatewide_case(models[m], ts[j], s);
+    CK(cudaStreamDestroy(s));
+    printf("gxs lab --gatewide: %d failure(s)\n", fails);
     return fails ? 1 : 0;
   }
   if (tail == 4) { /* --bounds: each model at each T of --ts (--quick: DeepSeek-R1 softmax at T = 1024, 4096, checks) */
