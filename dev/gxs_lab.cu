@@ -23,7 +23,8 @@
  * 5. --decode (session 28): tiny.cu's decode knobs against the default (decode_case below).
  * 6. --bounds (session 29): gxs's and gx's bounds, gx's exchange by columns (bounds_case below).
  * 7. --gatewide (session 29): the fp32-key gate kernel at large T, the wide kernel forced (gatewide_case below).
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide] [--ts 1024,...]
+ * 8. --gatefilt (session 30): the fp32-key gate kernel's filter form against the merge (gatefilt_case below).
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide | --gatefilt] [--ts 1024,...]
  *              [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -675,10 +676,90 @@ static int gatewide_case(const char* model, int T, cudaStream_t s) {
   return bad;
 }
 
+/* --gatefilt (session 30, lab call 88, perf-log v31): the warp-per-row gate kernel's fp32-key rows with the filter
+ * (knob gate_filt = 1, at every T) against the merge (-1): topk_ids and topk_weights word for word on the random
+ * rows of setup, then on rows made hard for the filter (special = 1: by t % 8, rows 4 coarse values, many ties;
+ * 5 all -inf; 6 NaN in ~30% of the places and +inf in a few; 7 one hot expert; 0 - 3 random), then the gate alone's
+ * kernel metric (50 calls in one graph) and route's, both forms. */
+static void gatefilt_special(Case* c, uint64_t seed) {
+  const int E = c->p.num_experts;
+  const int64_t T = c->p.num_tokens;
+  const size_t nl = (size_t)T * E;
+  uint16_t* hl = (uint16_t*)malloc(nl * 2);
+  uint64_t st = seed;
+  static const uint16_t coarse[3] = {0x3F80u, 0x0000u, 0xBF80u}; /* 1, 0, -1 */
+  for (int64_t t = 0; t < T; ++t) {
+    uint16_t* r = hl + (size_t)t * E;
+    for (int e = 0; e < E; ++e) {
+      uint16_t v = lab_bf16_uniform(&st, -2.0, 2.0);
+      const uint64_t h = lab_splitmix(&st);
+      switch (t % 8) {
+        case 4: v = (t / 8) % 2 ? 0x3F80u : coarse[h % 3]; break; /* every other one all equal */
+        case 5: v = 0xFF80u; break;                                /* -inf */
+        case 6: v = h % 10 < 3 ? 0x7FC0u : h % 97 == 0 ? 0x7F80u : v; break;
+        case 7: v = e == 3 ? 0x4100u : v; break; /* 8.0 */
+        default: break;
+      }
+      r[e] = v;
+    }
+  }
+  CK(cudaMemcpy((void*)c->b.logits, hl, nl * 2, cudaMemcpyHostToDevice));
+  free(hl);
+}
+
+static int gatefilt_case(const char* model, int T, int do_time, cudaStream_t s) {
+  Case c;
+  if (setup(&c, model, T, 0, 0xf117u + (uint64_t)T) != 0) return 1;
+  int bad = 0;
+  for (int special = 0; special < 2; ++special) {
+    if (special) gatefilt_special(&c, 0x5eedu + (uint64_t)T);
+    uint32_t** h[2];
+    for (int f = 0; f < 2; ++f) {
+      mr_cuda_tune.gate_filt = f ? 1 : -1;
+      poison(&c, 0);
+      if (moeroute_cuda_gate(&c.p, &c.b, s) != MOEROUTE_OK) {
+        printf("   gate failed: %s\n", moeroute_last_error());
+        bad = 1;
+      }
+      CK(cudaStreamSynchronize(s));
+      h[f] = fetch(&c, 0);
+    }
+    for (int i = 0; i < 2; ++i) { /* topk_ids, topk_weights */
+      size_t nd = 0, first = 0;
+      for (size_t j = 0; j < c.len[i]; ++j)
+        if (h[0][i][j] != h[1][i][j] && nd++ == 0) first = j;
+      if (nd) {
+        printf("   MISMATCH filter vs merge%s %s: %zu words differ, first at %zu (row %zu): %08x vs %08x\n",
+               special ? " (special rows)" : "", NAMES[i], nd, first, first / (size_t)c.p.top_k, h[1][i][first],
+               h[0][i][first]);
+        bad = 1;
+      }
+    }
+    free_h(h[0]);
+    free_h(h[1]);
+  }
+  mr_cuda_tune.gate_filt = 0;
+  printf("gatefilt check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
+  release(&c);
+  if (!do_time) return bad;
+  if (setup(&c, model, T, 0, 0xf118u + (uint64_t)T) != 0) return 1;
+  double us[4];
+  for (int f = 0; f < 2; ++f) {
+    mr_cuda_tune.gate_filt = f ? 1 : -1;
+    us[f] = time_op(&c, 2, 0, s);
+    us[2 + f] = time_op(&c, 0, 0, s);
+  }
+  mr_cuda_tune.gate_filt = 0;
+  printf("gatefilt %-20s T=%6d gate alone: merge %8.2f  filter %8.2f  (%.3f) | route: merge %8.2f  filter %8.2f  (%.3f)\n",
+         model, T, us[0], us[1], us[1] / us[0], us[2], us[3], us[3] / us[2]);
+  release(&c);
+  return bad;
+}
+
 int main(int argc, char** argv) {
   int do_time = 1, quick = 0, probes = 0, do_check = 1, tail = 0;
   int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
-  const char* models[8] = {"deepseek-r1-softmax", "gpt-oss-120b", "kimi-k2", "qwen3-next"};
+  const char* models[12] = {"deepseek-r1-softmax", "gpt-oss-120b", "kimi-k2", "qwen3-next"};
   int nm = 4;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--no-time")) do_time = 0;
@@ -690,13 +771,14 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--decode")) tail = 3;   /* tiny.cu's decode knobs against the default (session 28) */
     if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds (session 29) */
     if (!strcmp(argv[i], "--gatewide")) tail = 5; /* the fp32-key gate kernel at large T, wide forced (session 29) */
+    if (!strcmp(argv[i], "--gatefilt")) tail = 6; /* the fp32-key gate kernel's filter against the merge (session 30) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
     }
     if (!strcmp(argv[i], "--models") && i + 1 < argc) {
       nm = 0;
-      for (char* q = strtok(argv[++i], ","); q && nm < 8; q = strtok(NULL, ",")) models[nm++] = q;
+      for (char* q = strtok(argv[++i], ","); q && nm < 12; q = strtok(NULL, ",")) models[nm++] = q;
     }
   }
   cudaStream_t s;
@@ -716,6 +798,13 @@ int main(int argc, char** argv) {
     CK(cudaStreamDestroy(s));
     printf("gxs lab --decode: %d failure(s)\n", fails);
     return fails ? 1 : 0;
+  }
+  if (tail == 6) { /* --gatefilt: each model at each T of --ts */
+    int fails = 0;
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nts; ++j) fails += gatefilt_case(models[m], ts[j], do_time, s);
+    printf("gxs lab --gatefilt: %d failure(s)\n", fails);
+    return fails != 0;
   }
   if (tail == 5) { /* --gatewide: each model at each T of --ts */
     for (int m = 0; m < nm; ++m)

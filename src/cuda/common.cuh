@@ -449,6 +449,10 @@ typedef struct mr_cuda_tuning {
                             zeroing launch, the gate kernel capped at 512 threads per SM and P beside it (v27):
                             0 = auto (large.cu mr_l_p_seg_chain: from T*k = 65536 where E > 128, else 131072),
                             1 = always, -1 = never. The same bits either way */
+  int gate_filt;         /* the warp-per-row gate kernel's fp32-key rows (FULL, GROUPED; k <= 16) pick their top k by
+                            a filter on the k-th largest lane maximum and a rank count in shared memory instead of
+                            the merge of truncated keys (v31, gate.cuh mr_top_filter): 0 = auto (gate.cu
+                            MR_GATE_FILT_T), -1 = never, > 0 = from this T. The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */

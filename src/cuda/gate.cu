@@ -52,11 +52,17 @@ __device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t c
   mr_pdl_launch_dependents();
 }
 
-template <int DT, int EPL, int KIND>
-__global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids,
-                                                      float* topk_weights, uint32_t scratch_words, int dry_warp,
-                                                      unsigned char* clear_buf, size_t clear_bytes,
-                                                      uint32_t clear_ctas) {
+/* The filter form (v31, FILT): the picks by gate.cuh mr_top_filter, every score in line, and the bias read from
+ * shared memory per row instead of held in registers; its CTAs per SM that the registers must allow (the default
+ * form: up to 128 registers, 4 CTAs) */
+#ifndef MR_GATE_FILT_MINB
+#define MR_GATE_FILT_MINB 6
+#endif
+template <int DT, int EPL, int KIND, bool FILT = false>
+__global__ void __launch_bounds__(128, FILT && EPL <= 16 ? MR_GATE_FILT_MINB : 1)
+    mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
+                   uint32_t scratch_words, int dry_warp, unsigned char* clear_buf, size_t clear_bytes,
+                   uint32_t clear_ctas) {
   constexpr int W = MR_ESZ(DT);
   mr_pdl_enter();
   if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
@@ -67,13 +73,23 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
   const uint32_t live_warps = (blockDim.x >> 5) - (dry_warp >= 0 ? 1u : 0u);
   float* gbuf = (float*)(mr_gate_smem + warp * scratch_words);
   unsigned char* gsel = (unsigned char*)(gbuf + p.num_experts);
+  /* the filter's words (v31) end the warp's scratch */
+  unsigned long long* fsm =
+      FILT ? (unsigned long long*)(mr_gate_smem + (warp + 1u) * scratch_words - 2u * MR_FILT_WORDS) : nullptr;
   const int E = p.num_experts, k = p.top_k;
   const int64_t T = p.num_tokens;
   const bool dry = (int)warp == dry_warp;
   const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
   uint32_t braw[EPL];
-  if (KIND != MR_KIND_PACKED)
+  /* FILT: the bias, 0 past E (and without one), after the warps' scratch */
+  uint32_t* sbias = mr_gate_smem + (blockDim.x >> 5) * scratch_words;
+  if constexpr (FILT) {
+    for (uint32_t i = threadIdx.x; i < 32u * EPL; i += blockDim.x)
+      sbias[i] = p.bias != NULL && (int)i < E ? __float_as_uint(p.bias[i]) : 0u;
+    __syncthreads();
+  } else if (KIND != MR_KIND_PACKED) {
     mr_load_lane<4, EPL>((const unsigned char*)p.bias, lane, E, 0u, !dry && p.bias != NULL, braw);
+  }
   const int64_t step = (int64_t)nblk * live_warps;
 #pragma unroll 1
   for (int64_t t = dry ? -1 : (int64_t)bid * live_warps + warp; t < T; t = t < 0 ? T : t + step) {
@@ -83,7 +99,11 @@ __global__ void __launch_bounds__(128) mr_gate_kernel(const __grid_constant__ mr
     mr_load_lane<W, EPL>(row, lane, E, ninf, live, raw);
     int32_t id;
     float w;
-    mr_gate_row<DT, EPL, KIND>(p, lane, raw, braw, row, live, gbuf, gsel, &id, &w);
+    if constexpr (FILT) {
+#pragma unroll
+      for (int r = 0; r < EPL; r += 4) *(uint4*)(braw + r) = *(const uint4*)(sbias + lane * EPL + r);
+    }
+    mr_gate_row<DT, EPL, KIND, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, &id, &w, fsm);
     MR_STAMP(2);
     if (live && (int)lane < k) {
       topk_ids[t * k + lane] = id;
@@ -325,6 +345,15 @@ extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits,
   a->packed = cfg->dtype != MOEROUTE_DTYPE_FP32 && cfg->score == MOEROUTE_SCORE_SOFTMAX && bias == NULL;
 }
 
+/* The warp-per-row kernel's rows of the fp32-key kinds pick by the filter (v31, gate.cuh mr_top_filter) from
+ * T = MR_GATE_FILT_T (knob gate_filt: 0 this rule, -1 never, > 0 from that T), k <= 16 */
+#define MR_GATE_FILT_T 1024
+static int mr_gate_filt_on(int64_t T, int kind, int k) {
+  const int knob = mr_cuda_tune.gate_filt;
+  if (kind == MR_KIND_PACKED || k > 16 || knob < 0) return 0;
+  return T >= (knob > 0 ? (int64_t)knob : (int64_t)MR_GATE_FILT_T);
+}
+
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,
                                     unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
@@ -338,10 +367,20 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   const int64_t grid = mr_gate_grid((T + live - 1) / live, (int64_t)mr_cuda_sm_count() * 64, warps * 32u);
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
   const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
-  cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, (size_t)sw * warps * 4u, stream);
+  const bool filt = KIND != MR_KIND_PACKED && mr_gate_filt_on(T, KIND, p->top_k);
+  if (filt) sw += 2u * MR_FILT_WORDS; /* the filter's words after the warp's scratch (sw: a multiple of 4) */
+  const size_t smem = ((size_t)sw * warps + (filt ? 32u * EPL : 0u)) * 4u; /* FILT: the bias after the scratch */
+  cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, smem, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
+  if constexpr (KIND != MR_KIND_PACKED) {
+    if (filt) {
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, true>, *p, topk_ids, topk_weights, sw,
+                                warm ? (int)live : -1, clear_buf, clear_bytes, clear));
+      return cudaSuccess;
+    }
+  }
   MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND>, *p, topk_ids, topk_weights, sw,
                             warm ? (int)live : -1, clear_buf, clear_bytes, clear));
   return cudaSuccess;

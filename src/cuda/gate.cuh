@@ -604,6 +604,61 @@ __device__ __forceinline__ bool mr_top_trunc(const uint32_t* key, int k, uint32_
   return __reduce_add_sync(MR_FULL_MASK, c) == need;
 }
 
+/* ---- exact top-k by a filter (v31, large T: targets.md L6) ------------------------------
+ *
+ * The gate kernel's rows of the fp32-key kinds at large T are bound by issue and latency, not memory (lab call
+ * 87, ncu, Kimi-K2 T = 32768: 2085 instructions per row, 128 registers, 57% of the issue slots used); the merge of
+ * mr_top_trunc is ~700 of those instructions. Here: B, the k-th largest of the 32 lane maxima (a multiset), bounds
+ * the row's k-th key from below (k lanes hold an element >= B), so the row's top k are among the C elements >= B
+ * (C >= k; about k + 2 on random rows). Those go to shared memory as (key << 32 | ~index), one 64-bit word each,
+ * whose unsigned order is the selection order (key descending, then the lower index); each candidate's rank is
+ * the count of candidates above it, and pick j lands in lane j. The same picks as the merge, exactly: no
+ * truncated keys, no fallback for exactness. C > 32 (ties at the bound: rows of -inf, all-equal rows) returns
+ * false, warp-uniform, with nothing written: the caller takes the merge then.
+ * key[]: this lane's exact keys (elements lane * EPL + r); sm: the warp's MR_FILT_WORDS 8-byte words. */
+#define MR_FILT_WORDS 48 /* 32 candidates, then 16 pick slots (k <= 16) */
+template <int EPL>
+__device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32_t lane, unsigned long long* sm,
+                                              int32_t* id, uint32_t* ek) {
+  const uint32_t e0 = lane * (uint32_t)EPL;
+  /* B: k - 1 rounds each drop one lane holding the largest remaining maximum (keys are > 0) */
+  uint32_t v = mr_tree_max<EPL>(key);
+#pragma unroll 1
+  for (int j = 1; j < k; ++j) {
+    const uint32_t m = __reduce_max_sync(MR_FULL_MASK, v);
+    const uint32_t b = __ballot_sync(MR_FULL_MASK, v == m);
+    v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
+  }
+  const uint32_t B = __reduce_max_sync(MR_FULL_MASK, v);
+  uint32_t c = 0u;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) c += key[r] >= B ? 1u : 0u;
+  uint32_t inc = c; /* inclusive prefix of the counts over the lanes */
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const uint32_t t = __shfl_up_sync(MR_FULL_MASK, inc, off);
+    inc += lane >= (uint32_t)off ? t : 0u;
+  }
+  const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 31);
+  if (C > 32u) return false;
+  uint32_t pos = inc - c;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r)
+    if (key[r] >= B) sm[pos++] = ((unsigned long long)key[r] << 32) | (uint32_t)~(e0 + (uint32_t)r);
+  __syncwarp();
+  const unsigned long long mine = lane < C ? sm[lane] : 0ull;
+  uint32_t rank = 0u;
+#pragma unroll 4
+  for (uint32_t j = 0; j < C; ++j) rank += sm[j] > mine ? 1u : 0u;
+  __syncwarp(); /* every read of the candidates is done before the next row writes them */
+  if (lane < C && rank < (uint32_t)k) sm[32u + rank] = mine;
+  __syncwarp();
+  const unsigned long long pk = sm[32u + (lane < (uint32_t)k ? lane : 0u)];
+  *ek = (uint32_t)(pk >> 32);
+  *id = (int32_t)~(uint32_t)pk;
+  return true;
+}
+
 /* Group scores (contract 2.4): the two largest values seen, as a multiset
  * (equal values count twice). */
 __device__ __forceinline__ void mr_top2_push(float v, float* m1, float* m2) {
@@ -1159,10 +1214,11 @@ __device__ __forceinline__ void mr_pick_exact(uint32_t* key, int k, uint32_t lan
  * scratch for grouped selection. row: the row (weights re-read the picked
  * logit); live = false: a dry run, no memory read.
  */
-template <int DT, int EPL, bool GROUPED>
+template <int DT, int EPL, bool GROUPED, bool FILT = false>
 __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, const uint32_t* raw,
                                              const uint32_t* braw, const unsigned char* row, bool live, float* gbuf,
-                                             unsigned char* gsel, int32_t* out_id, float* out_w) {
+                                             unsigned char* gsel, int32_t* out_id, float* out_w,
+                                             unsigned long long* fsm = nullptr) {
   constexpr int W = MR_ESZ(DT);
   const int E = p.num_experts, k = p.top_k;
   const int score = p.score;
@@ -1195,7 +1251,27 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
    * EPL/4 trips x and braw are back in place and kv[r] belongs to x[r]. */
   uint32_t key[EPL];
   float kv[EPL];
-  if (!key_is_logit || GROUPED) {
+  if (FILT) {
+    /* large T (v31): every element's score in line, no rolled loop (at large T the code is warm and the rotation's
+     * moves were ~190 instructions per row). The sigmoid of an element that is -inf (past E, or switched off) is
+     * taken of 0 instead and dropped: 1 / (1 + exp(inf)) sends the IEEE divide down its slow path, a call the whole
+     * warp takes where any lane does (16 calls per Kimi-K2 row, lanes 24 - 31 hold only padding) */
+    if (!key_is_logit || GROUPED) {
+#pragma unroll
+      for (int r = 0; r < EPL; ++r) {
+        float sc;
+        if (softmax) {
+          sc = max == -INFINITY ? 0.0f : expf(x[r] - max) / sum;
+        } else if (score == MOEROUTE_SCORE_SIGMOID) {
+          const float xs = x[r] == -INFINITY ? 0.0f : x[r];
+          sc = 1.0f / (1.0f + expf(-xs));
+        } else {
+          sc = sqrtf(fmaxf(x[r], 0.0f) + log1pf(expf(-fabsf(x[r]))));
+        }
+        kv[r] = x[r] == -INFINITY ? -INFINITY : sc + __uint_as_float(braw[r]);
+      }
+    }
+  } else if (!key_is_logit || GROUPED) {
     uint32_t bb[EPL];
 #pragma unroll
     for (int r = 0; r < EPL; ++r) bb[r] = braw[r];
@@ -1364,7 +1440,8 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
   uint32_t my_key = 0u;
   int32_t my_id = 0;
   bool exact = false;
-  if (k <= 16 && MR_FULL_TRUNC) /* v5: the packed merge on truncated keys, exact unless it says not */
+  if (FILT && k <= 16) exact = mr_top_filter<EPL>(key, k, lane, fsm, &my_id, &my_key); /* v31 */
+  if (!exact && k <= 16 && MR_FULL_TRUNC) /* v5: the packed merge on truncated keys, exact unless it says not */
     exact = k <= 4   ? mr_top_trunc<EPL, 4>(key, k, lane, &my_id, &my_key)
             : k <= 8 ? mr_top_trunc<EPL, 8>(key, k, lane, &my_id, &my_key)
                      : mr_top_trunc<EPL, 16>(key, k, lane, &my_id, &my_key);
@@ -1392,14 +1469,15 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
  * One row, any kind: raw from mr_load_lane (the logits, -inf past E), braw the
  * bias (FULL/GROUPED; ignored by PACKED).
  */
-template <int DT, int EPL, int KIND>
+template <int DT, int EPL, int KIND, bool FILT = false>
 __device__ __forceinline__ void mr_gate_row(const mr_gate_p& p, uint32_t lane, const uint32_t* raw,
                                             const uint32_t* braw, const unsigned char* row, bool live, float* gbuf,
-                                            unsigned char* gsel, int32_t* id, float* w) {
+                                            unsigned char* gsel, int32_t* id, float* w,
+                                            unsigned long long* fsm = nullptr) {
   if (KIND == MR_KIND_PACKED)
     mr_gate_packed<DT, EPL>(p, lane, raw, id, w);
   else
-    mr_gate_full<DT, EPL, KIND == MR_KIND_GROUPED>(p, lane, raw, braw, row, live, gbuf, gsel, id, w);
+    mr_gate_full<DT, EPL, KIND == MR_KIND_GROUPED, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, id, w, fsm);
 }
 
 /* Shared-memory words per warp for grouped selection: E floats of s + bias,

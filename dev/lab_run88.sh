@@ -1,0 +1,26 @@
+#!/bin/bash
+# Device call 88 (session 30): targets.md L6 / perf-log v31, the warp-per-row gate kernel's fp32-key rows by the
+# filter (gate.cuh mr_top_filter; knob gate_filt) against the merge of truncated keys:
+# 1. gxs_lab --gatefilt: word for word (random rows, then rows of ties, -inf, NaN / +inf, a hot expert), then gate
+#    alone and route, both forms, for the fp32-key presets at T = 512 - 65536;
+# 2. the same check under compute-sanitizer memcheck and racecheck (T = 1024, 4100; no timing);
+# 3. ncu of the filter form, Kimi-K2 T = 32768 (instructions per row, registers, issue).
+# Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run88.sh > $OUT/lab_summary.txt 2>&1
+. dev/lab_gxs_prelude.sh
+timeout ${GF_S:-150} $B/gxs_lab --gatefilt \
+  --models ${MODELS:-kimi-k2,deepseek-r1,glm-4.5,minimax-m2,deepseek-v4-flash,ernie-4.5-21b,llama4-maverick,deepseek-v2} \
+  --ts ${TS:-512,1024,2048,4096,8192,16384,32768,65536} > $OUT/lab/gatefilt.log 2>&1; echo "rc=$?" >> $OUT/lab/gatefilt.log
+cat $OUT/lab/gatefilt.log
+for tool in memcheck racecheck; do
+  timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $B/gxs_lab --gatefilt --no-time \
+    --models kimi-k2,deepseek-r1,deepseek-v4-flash --ts 1024,4100 > $OUT/lab/san_$tool.log 2>&1
+  echo "$tool rc=$?" | tee -a $OUT/lab/san_$tool.log; tail -3 $OUT/lab/san_$tool.log
+done
+NCU="ncu --clock-control none --launch-count 1 --section SpeedOfLight --section WarpStateStats --section Occupancy \
+ --section LaunchStats --section InstructionStats --section SchedulerStats"
+timeout 60 $NCU -k regex:mr_gate_kernel --launch-skip 1 $B/gxs_lab --gatefilt --no-time --models kimi-k2 --ts 32768 \
+  > $OUT/lab/ncu.log 2>&1; echo "rc=$?" >> $OUT/lab/ncu.log
+grep -E "mr_gate_kernel|rc=|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Executed Instructions  |Issue Slots Busy|No Eligible|Compute \(SM\)" \
+  $OUT/lab/ncu.log | head -30
+echo "all done at $((SECONDS-T0)) s"
+tar czf $OUT/lab.tgz -C $OUT lab && rm -rf $OUT/lab
