@@ -121,7 +121,13 @@ __device__ __forceinline__ float mr_exp_sum_term(float d) {
 /* fp32 scores (design.md 3, 6), the same expressions as the CPU backend. */
 __device__ __forceinline__ float mr_score(int score, float x, float max, float sum) {
   if (score == MOEROUTE_SCORE_SOFTMAX) return max == -INFINITY ? 0.0f : expf(x - max) / sum;
-  if (score == MOEROUTE_SCORE_SIGMOID) return 1.0f / (1.0f + expf(-x));
+  /* -inf: 0, as 1 / (1 + exp(inf)) is, without the IEEE divide's slow path (a call that a warp runs where any
+   * lane takes it: the wide rows' padding warps, v31) */
+  if (score == MOEROUTE_SCORE_SIGMOID) {
+    const bool off = x == -INFINITY;
+    const float sg = 1.0f / (1.0f + expf(-(off ? 0.0f : x)));
+    return off ? 0.0f : sg;
+  }
   return sqrtf(fmaxf(x, 0.0f) + log1pf(expf(-fabsf(x))));
 }
 
@@ -1283,7 +1289,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
         for (int i = 0; i < 4; ++i) s4[i] = max == -INFINITY ? 0.0f : expf(x[i] - max) / sum;
       } else if (score == MOEROUTE_SCORE_SIGMOID) {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) s4[i] = 1.0f / (1.0f + expf(-x[i]));
+        for (int i = 0; i < 4; ++i) s4[i] = 1.0f / (1.0f + expf(-(x[i] == -INFINITY ? 0.0f : x[i]))); /* v31 */
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) s4[i] = sqrtf(fmaxf(x[i], 0.0f) + log1pf(expf(-fabsf(x[i]))));
