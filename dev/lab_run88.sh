@@ -4,7 +4,8 @@
 # 1. gxs_lab --gatefilt: word for word (random rows, then rows of ties, -inf, NaN / +inf, a hot expert), then gate
 #    alone and route, both forms, for the fp32-key presets at T = 512 - 65536;
 # 2. the same check under compute-sanitizer memcheck and racecheck (T = 1024, 4100; no timing);
-# 3. ncu of the filter form, Kimi-K2 T = 32768 (instructions per row, registers, issue).
+# 3. ncu of the filter form, Kimi-K2 T = 32768 (instructions per row, registers, issue);
+# 4. with RESULTS=1, a full results run of the tree at its tail (bench/run_device_results.sh, as lab_run85.sh).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run88.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 timeout ${GF_S:-150} $B/gxs_lab --gatefilt \
@@ -22,5 +23,12 @@ timeout 60 $NCU -k regex:mr_gate_kernel --launch-skip 1 $B/gxs_lab --gatefilt --
   > $OUT/lab/ncu.log 2>&1; echo "rc=$?" >> $OUT/lab/ncu.log
 grep -E "mr_gate_kernel|rc=|Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Executed Instructions  |Issue Slots Busy|No Eligible|Compute \(SM\)" \
   $OUT/lab/ncu.log | head -30
-echo "all done at $((SECONDS-T0)) s"
+echo "lab done at $((SECONDS-T0)) s"
 tar czf $OUT/lab.tgz -C $OUT lab && rm -rf $OUT/lab
+if [ "${RESULTS:-0}" = 1 ]; then
+  mkdir -p /tmp/r
+  OUT=/tmp/r CTEST_S=${CTEST_S:-200} LARGE_S=${LARGE_S:-100} SANITIZE_S=${SANITIZE_S:-110} SCALING_S=${SCALING_S:-130} \
+    BENCH_S=${BENCH_S:-80} CUDA_CHECK=${CUDA_CHECK:-400} bash bench/run_device_results.sh > /tmp/r/summary.txt 2>&1
+  cp /tmp/r/summary.txt $OUT/; tar czf $OUT/results.tgz -C /tmp r
+  echo "results run done at $((SECONDS-T0)) s"
+fi
