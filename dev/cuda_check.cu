@@ -279,6 +279,7 @@ static void gen_case(Case* c) {
   c->tune.persist_clear_ns = pick(Pc, 5);
   c->tune.p_seg_chain = irand(3) - 1; /* route + buf by P, segmented rows: the capped gate / auto / the chain's order (v27) */
   c->tune.gate_filt = irand(3) - 1; /* the gate kernel's fp32-key rows by the filter (v31): never / auto / at every T */
+  c->tune.gate_filt_approx = irand(2) - 1; /* its sigmoid rows on approximate keys first (v31b): off / on */
 }
 
 /* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:

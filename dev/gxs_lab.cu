@@ -677,7 +677,8 @@ static int gatewide_case(const char* model, int T, cudaStream_t s) {
 }
 
 /* --gatefilt (session 30, lab call 88, perf-log v31): the warp-per-row gate kernel's fp32-key rows with the filter
- * (knob gate_filt = 1, at every T) against the merge (-1): topk_ids and topk_weights word for word on the random
+ * (knob gate_filt = 1, at every T; with gate_filt_approx -1 the exact keys, 0 approximate keys first for sigmoid rows
+ * without groups, v31b) against the merge (-1): topk_ids and topk_weights word for word on the random
  * rows of setup, then on rows made hard for the filter (special = 1: by t % 8, rows 4 coarse values, many ties;
  * 5 all -inf; 6 NaN in ~30% of the places and +inf in a few; 7 one hot expert; 0 - 3 random), then the gate alone's
  * kernel metric (50 calls in one graph) and route's, both forms. */
@@ -707,15 +708,21 @@ static void gatefilt_special(Case* c, uint64_t seed) {
   free(hl);
 }
 
+/* form f: 0 the merge (gate_filt -1), 1 the filter on exact keys (gate_filt 1, gate_filt_approx -1), 2 the filter
+ * with approximate keys first where it applies (sigmoid rows without groups; elsewhere form 1 again) */
+static void gatefilt_form(int f) {
+  mr_cuda_tune.gate_filt = f ? 1 : -1;
+  mr_cuda_tune.gate_filt_approx = f == 1 ? -1 : 0;
+}
 static int gatefilt_case(const char* model, int T, int do_time, cudaStream_t s) {
   Case c;
   if (setup(&c, model, T, 0, 0xf117u + (uint64_t)T) != 0) return 1;
   int bad = 0;
   for (int special = 0; special < 2; ++special) {
     if (special) gatefilt_special(&c, 0x5eedu + (uint64_t)T);
-    uint32_t** h[2];
-    for (int f = 0; f < 2; ++f) {
-      mr_cuda_tune.gate_filt = f ? 1 : -1;
+    uint32_t** h[3];
+    for (int f = 0; f < 3; ++f) {
+      gatefilt_form(f);
       poison(&c, 0);
       if (moeroute_cuda_gate(&c.p, &c.b, s) != MOEROUTE_OK) {
         printf("   gate failed: %s\n", moeroute_last_error());
@@ -724,34 +731,38 @@ static int gatefilt_case(const char* model, int T, int do_time, cudaStream_t s) 
       CK(cudaStreamSynchronize(s));
       h[f] = fetch(&c, 0);
     }
-    for (int i = 0; i < 2; ++i) { /* topk_ids, topk_weights */
-      size_t nd = 0, first = 0;
-      for (size_t j = 0; j < c.len[i]; ++j)
-        if (h[0][i][j] != h[1][i][j] && nd++ == 0) first = j;
-      if (nd) {
-        printf("   MISMATCH filter vs merge%s %s: %zu words differ, first at %zu (row %zu): %08x vs %08x\n",
-               special ? " (special rows)" : "", NAMES[i], nd, first, first / (size_t)c.p.top_k, h[1][i][first],
-               h[0][i][first]);
-        bad = 1;
+    for (int f = 1; f < 3; ++f)
+      for (int i = 0; i < 2; ++i) { /* topk_ids, topk_weights */
+        size_t nd = 0, first = 0;
+        for (size_t j = 0; j < c.len[i]; ++j)
+          if (h[0][i][j] != h[f][i][j] && nd++ == 0) first = j;
+        if (nd) {
+          printf("   MISMATCH %s vs merge%s %s: %zu words differ, first at %zu (row %zu): %08x vs %08x\n",
+                 f == 1 ? "filter" : "approx", special ? " (special rows)" : "", NAMES[i], nd, first,
+                 first / (size_t)c.p.top_k, h[f][i][first], h[0][i][first]);
+          bad = 1;
+        }
       }
-    }
-    free_h(h[0]);
-    free_h(h[1]);
+    for (int f = 0; f < 3; ++f) free_h(h[f]);
   }
+  gatefilt_form(0);
   mr_cuda_tune.gate_filt = 0;
   printf("gatefilt check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
   release(&c);
   if (!do_time) return bad;
   if (setup(&c, model, T, 0, 0xf118u + (uint64_t)T) != 0) return 1;
-  double us[4];
-  for (int f = 0; f < 2; ++f) {
-    mr_cuda_tune.gate_filt = f ? 1 : -1;
+  double us[6];
+  for (int f = 0; f < 3; ++f) {
+    gatefilt_form(f);
     us[f] = time_op(&c, 2, 0, s);
-    us[2 + f] = time_op(&c, 0, 0, s);
+    us[3 + f] = time_op(&c, 0, 0, s);
   }
+  gatefilt_form(0);
   mr_cuda_tune.gate_filt = 0;
-  printf("gatefilt %-20s T=%6d gate alone: merge %8.2f  filter %8.2f  (%.3f) | route: merge %8.2f  filter %8.2f  (%.3f)\n",
-         model, T, us[0], us[1], us[1] / us[0], us[2], us[3], us[3] / us[2]);
+  printf("gatefilt %-20s T=%6d gate alone: merge %8.2f  filter %8.2f  approx %8.2f (%.3f %.3f) | route: merge %8.2f  "
+         "filter %8.2f  approx %8.2f (%.3f %.3f)\n",
+         model, T, us[0], us[1], us[2], us[1] / us[0], us[2] / us[0], us[3], us[4], us[5], us[4] / us[3],
+         us[5] / us[3]);
   release(&c);
   return bad;
 }

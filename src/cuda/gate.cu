@@ -58,8 +58,8 @@ __device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t c
 #ifndef MR_GATE_FILT_MINB
 #define MR_GATE_FILT_MINB 6
 #endif
-template <int DT, int EPL, int KIND, bool FILT = false>
-__global__ void __launch_bounds__(128, FILT && EPL <= 16 ? MR_GATE_FILT_MINB : 1)
+template <int DT, int EPL, int KIND, int FILT = 0>
+__global__ void __launch_bounds__(128, FILT != 0 && EPL <= 16 ? MR_GATE_FILT_MINB : 1)
     mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
                    uint32_t scratch_words, int dry_warp, unsigned char* clear_buf, size_t clear_bytes,
                    uint32_t clear_ctas) {
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(128, FILT && EPL <= 16 ? MR_GATE_FILT_MINB : 1
   unsigned char* gsel = (unsigned char*)(gbuf + p.num_experts);
   /* the filter's words (v31) end the warp's scratch */
   unsigned long long* fsm =
-      FILT ? (unsigned long long*)(mr_gate_smem + (warp + 1u) * scratch_words - 2u * MR_FILT_WORDS) : nullptr;
+      FILT != 0 ? (unsigned long long*)(mr_gate_smem + (warp + 1u) * scratch_words - 2u * MR_FILT_WORDS) : nullptr;
   const int E = p.num_experts, k = p.top_k;
   const int64_t T = p.num_tokens;
   const bool dry = (int)warp == dry_warp;
@@ -83,10 +83,20 @@ __global__ void __launch_bounds__(128, FILT && EPL <= 16 ? MR_GATE_FILT_MINB : 1
   uint32_t braw[EPL];
   /* FILT: the bias, 0 past E (and without one), after the warps' scratch */
   uint32_t* sbias = mr_gate_smem + (blockDim.x >> 5) * scratch_words;
-  if constexpr (FILT) {
-    for (uint32_t i = threadIdx.x; i < 32u * EPL; i += blockDim.x)
-      sbias[i] = p.bias != NULL && (int)i < E ? __float_as_uint(p.bias[i]) : 0u;
+  float eps = 0.0f; /* FILT 2: the approximate keys' bound (gate.cuh mr_sig_filter_row) */
+  if constexpr (FILT != 0) {
+    __shared__ uint32_t bmax_s;
+    if (threadIdx.x == 0) bmax_s = 0u;
     __syncthreads();
+    uint32_t bm = 0u; /* max |b| as bits: non-negative floats order as their bits */
+    for (uint32_t i = threadIdx.x; i < 32u * EPL; i += blockDim.x) {
+      const uint32_t b = p.bias != NULL && (int)i < E ? __float_as_uint(p.bias[i]) : 0u;
+      sbias[i] = b;
+      bm = max(bm, b & 0x7fffffffu);
+    }
+    if (FILT == 2) atomicMax(&bmax_s, bm);
+    __syncthreads();
+    eps = 0x1p-17f + (__uint_as_float(bmax_s) + 1.0f) * 0x1p-21f;
   } else if (KIND != MR_KIND_PACKED) {
     mr_load_lane<4, EPL>((const unsigned char*)p.bias, lane, E, 0u, !dry && p.bias != NULL, braw);
   }
@@ -99,11 +109,11 @@ __global__ void __launch_bounds__(128, FILT && EPL <= 16 ? MR_GATE_FILT_MINB : 1
     mr_load_lane<W, EPL>(row, lane, E, ninf, live, raw);
     int32_t id;
     float w;
-    if constexpr (FILT) {
+    if constexpr (FILT != 0) {
 #pragma unroll
       for (int r = 0; r < EPL; r += 4) *(uint4*)(braw + r) = *(const uint4*)(sbias + lane * EPL + r);
     }
-    mr_gate_row<DT, EPL, KIND, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, &id, &w, fsm);
+    mr_gate_row<DT, EPL, KIND, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, &id, &w, fsm, eps);
     MR_STAMP(2);
     if (live && (int)lane < k) {
       topk_ids[t * k + lane] = id;
@@ -345,13 +355,19 @@ extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits,
   a->packed = cfg->dtype != MOEROUTE_DTYPE_FP32 && cfg->score == MOEROUTE_SCORE_SOFTMAX && bias == NULL;
 }
 
-/* The warp-per-row kernel's rows of the fp32-key kinds pick by the filter (v31, gate.cuh mr_top_filter) from
- * T = MR_GATE_FILT_T (knob gate_filt: 0 this rule, -1 never, > 0 from that T), k <= 16 */
-#define MR_GATE_FILT_T 1024
-static int mr_gate_filt_on(int64_t T, int kind, int k) {
+/* The warp-per-row kernel's rows of the fp32-key kinds pick by the filter (v31, gate.cuh mr_top_filter), k <= 16,
+ * from T = MR_GATE_FILT_T, or MR_GATE_FILT_T_WIDE where a lane holds 16 elements (256 < E <= 512). Lab call 88
+ * (H100, gate alone, filter / merge): 0.68 - 0.93 at T = 4096 - 65536 for every preset timed (Kimi-K2, grouped
+ * DeepSeek-R1, GLM-4.5, MiniMax-M2, DeepSeek-V4-Flash, ERNIE-4.5, Llama-4, DeepSeek-V2); at T = 2048 1.08 - 1.22
+ * except Kimi-K2 (0.79, E = 384) and ERNIE / Llama-4; Kimi-K2 0.91 at 1024. Knob gate_filt: 0 this rule, -1 never,
+ * > 0 from that T. */
+#define MR_GATE_FILT_T 4096
+#define MR_GATE_FILT_T_WIDE 1024
+static int mr_gate_filt_on(int64_t T, int kind, int k, int epl) {
   const int knob = mr_cuda_tune.gate_filt;
   if (kind == MR_KIND_PACKED || k > 16 || knob < 0) return 0;
-  return T >= (knob > 0 ? (int64_t)knob : (int64_t)MR_GATE_FILT_T);
+  if (knob > 0) return T >= (int64_t)knob;
+  return T >= (epl == 16 ? MR_GATE_FILT_T_WIDE : MR_GATE_FILT_T);
 }
 
 template <int DT, int EPL, int KIND>
@@ -367,7 +383,7 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   const int64_t grid = mr_gate_grid((T + live - 1) / live, (int64_t)mr_cuda_sm_count() * 64, warps * 32u);
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
   const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
-  const bool filt = KIND != MR_KIND_PACKED && mr_gate_filt_on(T, KIND, p->top_k);
+  const bool filt = KIND != MR_KIND_PACKED && mr_gate_filt_on(T, KIND, p->top_k, EPL);
   if (filt) sw += 2u * MR_FILT_WORDS; /* the filter's words after the warp's scratch (sw: a multiple of 4) */
   const size_t smem = ((size_t)sw * warps + (filt ? 32u * EPL : 0u)) * 4u; /* FILT: the bias after the scratch */
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, smem, stream);
@@ -376,8 +392,13 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   mr_decode_pdl(&lc, attr, &na);
   if constexpr (KIND != MR_KIND_PACKED) {
     if (filt) {
-      MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, true>, *p, topk_ids, topk_weights, sw,
-                                warm ? (int)live : -1, clear_buf, clear_bytes, clear));
+      /* sigmoid rows without groups: approximate keys first (v31b, knob gate_filt_approx) */
+      if (KIND == MR_KIND_FULL && p->score == MOEROUTE_SCORE_SIGMOID && mr_cuda_tune.gate_filt_approx >= 0)
+        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, KIND == MR_KIND_FULL ? 2 : 1>, *p, topk_ids,
+                                  topk_weights, sw, warm ? (int)live : -1, clear_buf, clear_bytes, clear));
+      else
+        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, 1>, *p, topk_ids, topk_weights, sw,
+                                  warm ? (int)live : -1, clear_buf, clear_bytes, clear));
       return cudaSuccess;
     }
   }

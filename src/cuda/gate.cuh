@@ -665,6 +665,84 @@ __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32
   return true;
 }
 
+/* v31b: a sigmoid row without groups (Kimi-K2, GLM-4.5, MiniMax-M2, Llama-4) filtered on approximate keys.
+ * a = __fdividef(1, 1 + __expf(-x)) + bias (an exp by ex2.approx, a reciprocal by rcp.approx: ~6 instructions
+ * instead of ~30 for the exact score) is within eps of the exact key s + bias, where s = 1 / (1 + expf(-x)) as
+ * every other form computes it: __expf's error is at most 2 + 1.173 |x| ulp (2^-16.3 relative at |x| = 88, past
+ * which both sides are 0 or 1), which moves the sigmoid by at most a quarter of that, 2^-18.3; expf's 2 ulp, the
+ * approximate reciprocal's 2 ulp and the additions' roundings add less than 2^-20 + (|b| + 1) 2^-22; the kernel
+ * passes eps = 2^-17 + (max |b| + 1) 2^-21, twice that. With B the k-th largest lane maximum of a, k elements have
+ * a >= B, so the row's k-th exact key is >= B - eps and each of the top k has a >= B - 2 eps: the candidates are the
+ * elements with a >= B - 3 eps (the extra eps covers the subtraction's rounding). Each candidate lane then computes
+ * the exact score and key of its element (the same expressions as mr_gate_full) and ranks it by (key, index) as
+ * mr_top_filter does: the same picks and weights, bit for bit. Returns false (warp-uniform) when more than 32
+ * candidates pass (ties at the bound, rows of -inf); the caller takes the exact keys then. x: the clamped logits
+ * (-inf past E); braw: the bias bits; sm: the warp's MR_FILT_WORDS words. *w: the pick's unbiased score (lane < k). */
+template <int EPL>
+__device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const float* x, const uint32_t* braw,
+                                                  uint32_t lane, unsigned long long* sm, float eps, int32_t* id,
+                                                  float* w) {
+  const int k = p.top_k;
+  const uint32_t e0 = lane * (uint32_t)EPL;
+  float a[EPL];
+#pragma unroll
+  for (int r = 0; r < EPL; ++r)
+    a[r] = x[r] == -INFINITY ? -INFINITY : __fdividef(1.0f, 1.0f + __expf(-x[r])) + __uint_as_float(braw[r]);
+  float m = a[0];
+#pragma unroll
+  for (int r = 1; r < EPL; ++r) m = fmaxf(m, a[r]);
+  uint32_t v = mr_ord32(m); /* >= MR_ORD_NEG_INF > 0 */
+#pragma unroll 1
+  for (int j = 1; j < k; ++j) {
+    const uint32_t mx = __reduce_max_sync(MR_FULL_MASK, v);
+    const uint32_t b = __ballot_sync(MR_FULL_MASK, v == mx);
+    v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
+  }
+  const float thr = mr_unord32(__reduce_max_sync(MR_FULL_MASK, v)) - 3.0f * eps; /* -inf stays -inf */
+  uint32_t c = 0u;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) c += a[r] >= thr ? 1u : 0u;
+  uint32_t inc = c;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    const uint32_t t = __shfl_up_sync(MR_FULL_MASK, inc, off);
+    inc += lane >= (uint32_t)off ? t : 0u;
+  }
+  const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 31);
+  if (C > 32u) return false;
+  uint32_t pos = inc - c;
+#pragma unroll
+  for (int r = 0; r < EPL; ++r)
+    if (a[r] >= thr) sm[pos++] = ((unsigned long long)__float_as_uint(x[r]) << 32) | (e0 + (uint32_t)r);
+  __syncwarp();
+  /* candidate `lane`: its exact score and key */
+  unsigned long long mine = 0ull;
+  float sc = 0.0f;
+  uint32_t ci = 0u;
+  if (lane < C) {
+    const unsigned long long cw = sm[lane];
+    const float xc = __uint_as_float((uint32_t)(cw >> 32));
+    ci = (uint32_t)cw;
+    sc = mr_score(MOEROUTE_SCORE_SIGMOID, xc, 0.0f, 1.0f);
+    const float bc = p.bias != NULL ? __ldg(p.bias + ci) : 0.0f;
+    const uint32_t key = mr_ord32(xc == -INFINITY ? -INFINITY : sc + bc);
+    mine = ((unsigned long long)key << 32) | (uint32_t)~ci;
+  }
+  __syncwarp(); /* every candidate read before the keys overwrite them */
+  if (lane < C) sm[lane] = mine;
+  __syncwarp();
+  uint32_t rank = 0u;
+#pragma unroll 4
+  for (uint32_t j = 0; j < C; ++j) rank += sm[j] > mine ? 1u : 0u;
+  __syncwarp();
+  if (lane < C && rank < (uint32_t)k) sm[32u + rank] = ((unsigned long long)__float_as_uint(sc) << 32) | ci;
+  __syncwarp();
+  const unsigned long long pk = sm[32u + (lane < (uint32_t)k ? lane : 0u)];
+  *id = (int32_t)(uint32_t)pk;
+  *w = lane < (uint32_t)k ? __uint_as_float((uint32_t)(pk >> 32)) : 0.0f;
+  return true;
+}
+
 /* Group scores (contract 2.4): the two largest values seen, as a multiset
  * (equal values count twice). */
 __device__ __forceinline__ void mr_top2_push(float v, float* m1, float* m2) {
@@ -1220,11 +1298,11 @@ __device__ __forceinline__ void mr_pick_exact(uint32_t* key, int k, uint32_t lan
  * scratch for grouped selection. row: the row (weights re-read the picked
  * logit); live = false: a dry run, no memory read.
  */
-template <int DT, int EPL, bool GROUPED, bool FILT = false>
+template <int DT, int EPL, bool GROUPED, int FILT = 0>
 __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, const uint32_t* raw,
                                              const uint32_t* braw, const unsigned char* row, bool live, float* gbuf,
                                              unsigned char* gsel, int32_t* out_id, float* out_w,
-                                             unsigned long long* fsm = nullptr) {
+                                             unsigned long long* fsm = nullptr, float eps = 0.0f) {
   constexpr int W = MR_ESZ(DT);
   const int E = p.num_experts, k = p.top_k;
   const int score = p.score;
@@ -1255,9 +1333,19 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
    * arrays by four: each score's code exists once, not EPL times (a score is
    * 20-40 instructions; at decode every instruction is fetched cold). After
    * EPL/4 trips x and braw are back in place and kv[r] belongs to x[r]. */
+  /* v31b: sigmoid rows without groups by approximate keys first (FILT 2) */
+  if (FILT == 2 && !GROUPED && score == MOEROUTE_SCORE_SIGMOID && k <= 16) {
+    int32_t aid;
+    float aw;
+    if (mr_sig_filter_row<EPL>(p, x, braw, lane, fsm, eps, &aid, &aw)) {
+      *out_id = aid;
+      *out_w = mr_finish_weight(p, aw);
+      return;
+    }
+  }
   uint32_t key[EPL];
   float kv[EPL];
-  if (FILT) {
+  if (FILT != 0) {
     /* large T (v31): every element's score in line, no rolled loop (at large T the code is warm and the rotation's
      * moves were ~190 instructions per row). The sigmoid of an element that is -inf (past E, or switched off) is
      * taken of 0 instead and dropped: 1 / (1 + exp(inf)) sends the IEEE divide down its slow path, a call the whole
@@ -1446,7 +1534,7 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
   uint32_t my_key = 0u;
   int32_t my_id = 0;
   bool exact = false;
-  if (FILT && k <= 16) exact = mr_top_filter<EPL>(key, k, lane, fsm, &my_id, &my_key); /* v31 */
+  if (FILT != 0 && k <= 16) exact = mr_top_filter<EPL>(key, k, lane, fsm, &my_id, &my_key); /* v31 */
   if (!exact && k <= 16 && MR_FULL_TRUNC) /* v5: the packed merge on truncated keys, exact unless it says not */
     exact = k <= 4   ? mr_top_trunc<EPL, 4>(key, k, lane, &my_id, &my_key)
             : k <= 8 ? mr_top_trunc<EPL, 8>(key, k, lane, &my_id, &my_key)
@@ -1475,15 +1563,15 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
  * One row, any kind: raw from mr_load_lane (the logits, -inf past E), braw the
  * bias (FULL/GROUPED; ignored by PACKED).
  */
-template <int DT, int EPL, int KIND, bool FILT = false>
+template <int DT, int EPL, int KIND, int FILT = 0>
 __device__ __forceinline__ void mr_gate_row(const mr_gate_p& p, uint32_t lane, const uint32_t* raw,
                                             const uint32_t* braw, const unsigned char* row, bool live, float* gbuf,
                                             unsigned char* gsel, int32_t* id, float* w,
-                                            unsigned long long* fsm = nullptr) {
+                                            unsigned long long* fsm = nullptr, float eps = 0.0f) {
   if (KIND == MR_KIND_PACKED)
     mr_gate_packed<DT, EPL>(p, lane, raw, id, w);
   else
-    mr_gate_full<DT, EPL, KIND == MR_KIND_GROUPED, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, id, w, fsm);
+    mr_gate_full<DT, EPL, KIND == MR_KIND_GROUPED, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, id, w, fsm, eps);
 }
 
 /* Shared-memory words per warp for grouped selection: E floats of s + bias,
