@@ -363,10 +363,19 @@ extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits,
  * > 0 from that T. */
 #define MR_GATE_FILT_T 4096
 #define MR_GATE_FILT_T_WIDE 1024
-static int mr_gate_filt_on(int64_t T, int kind, int k, int epl) {
+/* Rows the approximate keys serve (v31b / v31c, lab call 89: 0.70 - 0.94 of the merge at T = 1024, 0.63 - 0.92 at
+ * 2048 for Kimi-K2, GLM-4.5, MiniMax-M2, Llama-4) take the filter from MR_GATE_FILT_T_APPROX */
+#define MR_GATE_FILT_T_APPROX 1024
+static int mr_gate_filt_approx(const mr_gate_p* p, int kind) {
+  return p->score == MOEROUTE_SCORE_SIGMOID && mr_cuda_tune.gate_filt_approx >= 0 &&
+         (kind == MR_KIND_FULL || (kind == MR_KIND_GROUPED && p->group_reg_lanes > 0));
+}
+static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
   const int knob = mr_cuda_tune.gate_filt;
-  if (kind == MR_KIND_PACKED || k > 16 || knob < 0) return 0;
+  const int64_t T = p->num_tokens;
+  if (kind == MR_KIND_PACKED || p->top_k > 16 || knob < 0) return 0;
   if (knob > 0) return T >= (int64_t)knob;
+  if (mr_gate_filt_approx(p, kind)) return T >= MR_GATE_FILT_T_APPROX;
   return T >= (epl == 16 ? MR_GATE_FILT_T_WIDE : MR_GATE_FILT_T);
 }
 
@@ -383,7 +392,7 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   const int64_t grid = mr_gate_grid((T + live - 1) / live, (int64_t)mr_cuda_sm_count() * 64, warps * 32u);
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
   const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
-  const bool filt = KIND != MR_KIND_PACKED && mr_gate_filt_on(T, KIND, p->top_k, EPL);
+  const bool filt = KIND != MR_KIND_PACKED && mr_gate_filt_on(p, KIND, EPL);
   if (filt) sw += 2u * MR_FILT_WORDS; /* the filter's words after the warp's scratch (sw: a multiple of 4) */
   const size_t smem = ((size_t)sw * warps + (filt ? 32u * EPL : 0u)) * 4u; /* FILT: the bias after the scratch */
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, smem, stream);
@@ -392,10 +401,10 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   mr_decode_pdl(&lc, attr, &na);
   if constexpr (KIND != MR_KIND_PACKED) {
     if (filt) {
-      /* sigmoid rows without groups: approximate keys first (v31b, knob gate_filt_approx) */
-      if (KIND == MR_KIND_FULL && p->score == MOEROUTE_SCORE_SIGMOID && mr_cuda_tune.gate_filt_approx >= 0)
-        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, KIND == MR_KIND_FULL ? 2 : 1>, *p, topk_ids,
-                                  topk_weights, sw, warm ? (int)live : -1, clear_buf, clear_bytes, clear));
+      /* sigmoid rows: approximate keys first (v31b; with groups in whole lanes v31c; knob gate_filt_approx) */
+      if (mr_gate_filt_approx(p, KIND))
+        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, 2>, *p, topk_ids, topk_weights, sw,
+                                  warm ? (int)live : -1, clear_buf, clear_bytes, clear));
       else
         MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, 1>, *p, topk_ids, topk_weights, sw,
                                   warm ? (int)live : -1, clear_buf, clear_bytes, clear));

@@ -665,29 +665,33 @@ __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32
   return true;
 }
 
-/* v31b: a sigmoid row without groups (Kimi-K2, GLM-4.5, MiniMax-M2, Llama-4) filtered on approximate keys.
- * a = __fdividef(1, 1 + __expf(-x)) + bias (an exp by ex2.approx, a reciprocal by rcp.approx: ~6 instructions
- * instead of ~30 for the exact score) is within eps of the exact key s + bias, where s = 1 / (1 + expf(-x)) as
- * every other form computes it: __expf's error is at most 2 + 1.173 |x| ulp (2^-16.3 relative at |x| = 88, past
- * which both sides are 0 or 1), which moves the sigmoid by at most a quarter of that, 2^-18.3; expf's 2 ulp, the
- * approximate reciprocal's 2 ulp and the additions' roundings add less than 2^-20 + (|b| + 1) 2^-22; the kernel
- * passes eps = 2^-17 + (max |b| + 1) 2^-21, twice that. With B the k-th largest lane maximum of a, k elements have
- * a >= B, so the row's k-th exact key is >= B - eps and each of the top k has a >= B - 2 eps: the candidates are the
- * elements with a >= B - 3 eps (the extra eps covers the subtraction's rounding). Each candidate lane then computes
- * the exact score and key of its element (the same expressions as mr_gate_full) and ranks it by (key, index) as
- * mr_top_filter does: the same picks and weights, bit for bit. Returns false (warp-uniform) when more than 32
- * candidates pass (ties at the bound, rows of -inf); the caller takes the exact keys then. x: the clamped logits
- * (-inf past E); braw: the bias bits; sm: the warp's MR_FILT_WORDS words. *w: the pick's unbiased score (lane < k). */
+/* v31b: a sigmoid row filtered on approximate keys (Kimi-K2, GLM-4.5, MiniMax-M2, Llama-4; grouped DeepSeek-R1
+ * since v31c). a = __fdividef(1, 1 + __expf(-x)) + bias (mr_sig_approx_keys: an exp by ex2.approx, a reciprocal by
+ * rcp.approx, ~6 instructions instead of ~30 for the exact score) is within eps of the exact key s + bias, where
+ * s = 1 / (1 + expf(-x)) as every other form computes it: __expf's error is at most 2 + 1.173 |x| ulp (2^-16.3
+ * relative at |x| = 88, past which both sides are 0 or 1), which moves the sigmoid by at most a quarter of that,
+ * 2^-18.3; expf's 2 ulp, the approximate reciprocal's 2 ulp and the additions' roundings add less than
+ * 2^-20 + (|b| + 1) 2^-22; the kernel passes eps = 2^-17 + (max |b| + 1) 2^-21, twice that. With B the k-th largest
+ * lane maximum of a, k elements have a >= B, so the row's k-th exact key is >= B - eps and each of the top k has
+ * a >= B - 2 eps: the candidates are the elements with a >= B - 3 eps (the extra eps covers the subtraction's
+ * rounding). Each candidate lane then computes the exact score and key of its element (the same expressions as
+ * mr_gate_full; -inf outside the kept groups: kept_mask has bit l set for the first lane l of each kept group of LPG
+ * lanes, all ones without groups) and ranks it by (key, index) as mr_top_filter does: the same picks and weights,
+ * bit for bit. Returns false (warp-uniform) when more than 32 candidates pass (ties at the bound, rows of -inf);
+ * the caller takes the exact keys then. x: the clamped logits (-inf past E); sm: the warp's MR_FILT_WORDS words.
+ * *w: the pick's unbiased score, 0 for a pick whose key is -inf (lane < k). */
 template <int EPL>
-__device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const float* x, const uint32_t* braw,
-                                                  uint32_t lane, unsigned long long* sm, float eps, int32_t* id,
-                                                  float* w) {
-  const int k = p.top_k;
-  const uint32_t e0 = lane * (uint32_t)EPL;
-  float a[EPL];
+__device__ __forceinline__ void mr_sig_approx_keys(const float* x, const uint32_t* braw, float* a) {
 #pragma unroll
   for (int r = 0; r < EPL; ++r)
     a[r] = x[r] == -INFINITY ? -INFINITY : __fdividef(1.0f, 1.0f + __expf(-x[r])) + __uint_as_float(braw[r]);
+}
+template <int EPL>
+__device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const float* x, const float* a, uint32_t lane,
+                                                  unsigned long long* sm, float eps, uint32_t kept_mask, int LPG,
+                                                  int32_t* id, float* w) {
+  const int k = p.top_k;
+  const uint32_t e0 = lane * (uint32_t)EPL;
   float m = a[0];
 #pragma unroll
   for (int r = 1; r < EPL; ++r) m = fmaxf(m, a[r]);
@@ -723,9 +727,11 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
     const unsigned long long cw = sm[lane];
     const float xc = __uint_as_float((uint32_t)(cw >> 32));
     ci = (uint32_t)cw;
+    const bool kept = ((kept_mask >> ((ci / (uint32_t)EPL) & ~(uint32_t)(LPG - 1))) & 1u) != 0u;
     sc = mr_score(MOEROUTE_SCORE_SIGMOID, xc, 0.0f, 1.0f);
     const float bc = p.bias != NULL ? __ldg(p.bias + ci) : 0.0f;
-    const uint32_t key = mr_ord32(xc == -INFINITY ? -INFINITY : sc + bc);
+    const uint32_t key = xc == -INFINITY || !kept ? MR_ORD_NEG_INF : mr_ord32(sc + bc);
+    sc = key == MR_ORD_NEG_INF ? 0.0f : sc; /* design.md 4: a -inf pick weighs 0 */
     mine = ((unsigned long long)key << 32) | (uint32_t)~ci;
   }
   __syncwarp(); /* every candidate read before the keys overwrite them */
@@ -1333,11 +1339,40 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
    * arrays by four: each score's code exists once, not EPL times (a score is
    * 20-40 instructions; at decode every instruction is fetched cold). After
    * EPL/4 trips x and braw are back in place and kv[r] belongs to x[r]. */
-  /* v31b: sigmoid rows without groups by approximate keys first (FILT 2) */
-  if (FILT == 2 && !GROUPED && score == MOEROUTE_SCORE_SIGMOID && k <= 16) {
+  /* v31b / v31c: sigmoid rows by approximate keys first (FILT 2): without groups, or with groups in whole lanes
+   * where the kept groups are clear by more than the keys' error (else the exact keys below) */
+  if (FILT == 2 && score == MOEROUTE_SCORE_SIGMOID && k <= 16 && (!GROUPED || p.group_reg_lanes > 0)) {
+    float a[EPL];
+    mr_sig_approx_keys<EPL>(x, braw, a);
+    uint32_t kept_mask = 0xffffffffu;
+    int LPG = 1;
+    bool clear = true;
+    if (GROUPED) {
+      /* the groups as the exact path ranks them (contract 2.4), on approximate values: each group score is within
+       * 3 eps of the exact one (the top two of values within eps, and the sum's rounding), so where the least kept
+       * group beats the best dropped one by more than 7 eps (6, and the subtraction's rounding), the exact scores
+       * keep the same groups, with no tie across the cut */
+      LPG = p.group_reg_lanes;
+      float m1 = -INFINITY, m2 = -INFINITY;
+#pragma unroll
+      for (int r = 0; r < EPL; ++r) mr_top2_push(a[r], &m1, &m2);
+      mr_top2_butterfly(LPG, &m1, &m2);
+      const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
+      const bool lead = (lane & (uint32_t)(LPG - 1)) == 0u && e0 < E;
+      const uint32_t gk = lead ? mr_ord32(gv) : 0u;
+      kept_mask = __ballot_sync(MR_FULL_MASK, mr_group_kept(gk, lane, LPG, p.topk_groups));
+      const bool kept = ((kept_mask >> (lane & ~(uint32_t)(LPG - 1))) & 1u) != 0u;
+      const uint32_t lo = __reduce_min_sync(MR_FULL_MASK, lead && kept ? gk : 0xffffffffu);
+      const uint32_t hi = __reduce_max_sync(MR_FULL_MASK, lead && !kept ? gk : 0u);
+      clear = mr_unord32(lo) - mr_unord32(hi) > 7.0f * eps; /* false for -inf group scores (NaN or -inf) */
+      if (!kept) {
+#pragma unroll
+        for (int r = 0; r < EPL; ++r) a[r] = -INFINITY;
+      }
+    }
     int32_t aid;
     float aw;
-    if (mr_sig_filter_row<EPL>(p, x, braw, lane, fsm, eps, &aid, &aw)) {
+    if (clear && mr_sig_filter_row<EPL>(p, x, a, lane, fsm, eps, kept_mask, LPG, &aid, &aw)) {
       *out_id = aid;
       *out_w = mr_finish_weight(p, aw);
       return;
