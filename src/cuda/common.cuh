@@ -452,8 +452,10 @@ typedef struct mr_cuda_tuning {
   int gate_filt;         /* the warp-per-row gate kernel's fp32-key rows (FULL, GROUPED; k <= 16) pick their top k by
                             a filter on the k-th largest lane maximum and a rank count in shared memory instead of
                             the merge of truncated keys (v31, gate.cuh mr_top_filter): 0 = auto (gate.cu
-                            mr_gate_filt_on: from T = 4096, 1024 for 256 < E <= 512), -1 = never, > 0 = from this T. The same bits either way */
-  int gate_filt_approx;  /* where the filter runs, sigmoid rows without groups filter on approximate keys first
+                            mr_gate_filt_on: from T = 4096, 1024 for 256 < E <= 512 and for sigmoid rows without groups), -1 = never, > 0 =
+                            from this T. The same bits either way */
+  int gate_filt_approx;  /* where the filter runs, sigmoid rows without groups or with groups in whole lanes (v31c)
+                            filter on approximate keys first
                             (ex2.approx / rcp.approx, within a bound of the exact ones) and compute exact keys for
                             the candidates only (v31b, gate.cuh mr_sig_filter_row): 0 = on (default), -1 = off
                             (the exact keys of every element). The same bits either way */

@@ -363,8 +363,10 @@ extern "C" void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits,
  * > 0 from that T. */
 #define MR_GATE_FILT_T 4096
 #define MR_GATE_FILT_T_WIDE 1024
-/* Rows the approximate keys serve (v31b / v31c, lab call 89: 0.70 - 0.94 of the merge at T = 1024, 0.63 - 0.92 at
- * 2048 for Kimi-K2, GLM-4.5, MiniMax-M2, Llama-4) take the filter from MR_GATE_FILT_T_APPROX */
+/* Rows the approximate keys serve take the filter from MR_GATE_FILT_T_APPROX without groups (v31b, lab call 89:
+ * 0.70 - 0.94 of the merge at T = 1024, 0.63 - 0.92 at 2048 for Kimi-K2, GLM-4.5, MiniMax-M2, Llama-4), from
+ * MR_GATE_FILT_T with groups (v31c, lab call 90, grouped DeepSeek-R1: 1.10 / 1.06 at T = 1024 / 2048, 0.75 at 4096,
+ * 0.60 - 0.67 from 8192) */
 #define MR_GATE_FILT_T_APPROX 1024
 static int mr_gate_filt_approx(const mr_gate_p* p, int kind) {
   return p->score == MOEROUTE_SCORE_SIGMOID && mr_cuda_tune.gate_filt_approx >= 0 &&
@@ -375,7 +377,7 @@ static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
   const int64_t T = p->num_tokens;
   if (kind == MR_KIND_PACKED || p->top_k > 16 || knob < 0) return 0;
   if (knob > 0) return T >= (int64_t)knob;
-  if (mr_gate_filt_approx(p, kind)) return T >= MR_GATE_FILT_T_APPROX;
+  if (mr_gate_filt_approx(p, kind)) return T >= (kind == MR_KIND_FULL ? MR_GATE_FILT_T_APPROX : MR_GATE_FILT_T);
   return T >= (epl == 16 ? MR_GATE_FILT_T_WIDE : MR_GATE_FILT_T);
 }
 

@@ -2047,12 +2047,12 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 32767, 0, 0}, /* E = 128: 131068 -> 131072 */
       {"qwen3", 16383, 0, 0},        /* (E = 128, k = 8: 131064 -> 131072) */
       /* the warp-per-row gate kernel's fp32-key rows by the filter (v31, gate.cu mr_gate_filt_on, k <= 16): sigmoid
-         rows without groups or with groups in whole lanes on approximate keys first from T = 1024 (v31b / v31c);
+         rows without groups on approximate keys first from T = 1024 (v31b), with groups in whole lanes from 4096 (v31c);
          other rows from 4096, or 1024 where 256 < E <= 512 (the gate case of each; kimi-k2 1023 is above) */
-      {"deepseek-r1", 1023, 0, 0},   /* grouped sigmoid, 8 groups in whole lanes: approximate keys */
+      {"deepseek-r1", 4095, 0, 0},   /* grouped sigmoid, 8 groups in whole lanes: approximate keys from 4096 */
       {"glm-4.5", 1023, 1, 0},       /* sigmoid, E = 160, EPL = 8: approximate keys */
       {"sig-e1024", 1023, 1, 0},     /* sigmoid, EPL = 32: approximate keys */
-      {"sig-e256-g4", 1023, 0, 0},   /* grouped sigmoid, 8 lanes per group: approximate keys */
+      {"sig-e256-g4", 4095, 0, 0},   /* grouped sigmoid, 8 lanes per group: approximate keys from 4096 */
       {"ssp-e160-g5", 4095, 0, 0},   /* grouped through shared memory (five groups), sqrt_softplus, fp16: exact keys */
       {"odd-257", 1023, 1, 0},       /* sqrt_softplus, k = 9, E = 257 (EPL = 16): exact keys from 1024 */
   };
