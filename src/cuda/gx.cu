@@ -946,7 +946,9 @@ static int mr_gxs_plan(const mr_config* cfg, mr_gxs_k* g, size_t* smem) {
 #define MR_GXS_MIN_N_SORT_E384 16384    /* 256 < E <= 384 (v30) */
 #define MR_GXS_MIN_N_SORT_E512 20480    /* E > 384 (v30) */
 #define MR_GXS_MIN_N_ROUTE_OTHER 16384  /* rows the gate kernel does not segment, E <= 384 (v30); the lowest route bound */
-#define MR_GXS_MIN_N_ROUTE_OTHER_E512 30720 /* (E > 384, v30) */
+#define MR_GXS_MIN_N_ROUTE_OTHER_E512 20480 /* (E > 384; v30: 30720; session 30: 20480, the sort's bound, after
+                                               results runs 49 - 51 had Qwen3-Next's chain (the gate kernel + gxs)
+                                               at T = 2048 at 14.73 - 14.86 us against route's 15.55 - 15.68) */
 #define MR_GXS_MIN_N_ROUTE 98304        /* segmented rows, E <= 128 */
 #define MR_GXS_MIN_N_ROUTE_E256 65536   /* segmented rows, E > 128 (v24b's lean barriers: results run 39) */
 #define MR_GXS_MIN_K 4

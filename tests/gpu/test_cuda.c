@@ -2013,7 +2013,8 @@ static void group_thresholds(void) {
       {"ds-softmax", 6143, 1, 0},    /* sort: 49144 -> 49152 */
       {"gpt-oss-120b", 12287, 1, 0}, /* sort: 49148 -> 49152 (k = 4) */
       {"qwen3-next", 2047, 1, 0},    /* sort: 20470 -> 20480 (E = 512, k = 10) */
-      {"qwen3-next", 3071, 1, 0},    /* route, rows not segmented, E = 512: 30710 -> 30720 */
+      {"qwen3-next", 3071, 1, 0},    /* (route, rows not segmented, E = 512: v30's bound 30710 -> 30720; since
+                                        session 30 the sort's, 20470 -> 20480 at T = 2047 / 2048 above) */
       {"gpt-oss-120b", 24575, 1, 0}, /* route: 98300 -> 98304 */
       {"kimi-k2", 2047, 1, 0},       /* route, rows not segmented (sigmoid with bias), and the sort (E = 384):
                                         16376 -> 16384 */
