@@ -85,10 +85,14 @@ KERNELS = [
      "gate.cu", "mr_gate_seg_kernel<1, 32, 8, 8, false>", GATE),
     ("gate kernel at large T, DeepSeek-R1 softmax, packed pairs (v21 lab knob gate_seg_form 1 - 3: both bounds, and the ranks of form 3)",
      "gate.cu", "mr_gate_seg_kernel<1, 32, 8, 8, true>", GATE),
-    ("gate kernel at T > 512, Kimi-K2 (bf16 sigmoid + bias, E 384: a warp per row; targets.md L6)",
+    ("gate kernel at 512 < T < 1024, Kimi-K2 (bf16 sigmoid + bias, E 384: a warp per row, the merge; targets.md L6)",
      "gate.cu", "mr_gate_kernel<1, 16, 1>", GATE),
-    ("gate kernel at T > 256, grouped DeepSeek-R1 (bf16 sigmoid + bias, 8 groups: a warp per row; targets.md L6)",
+    ("gate kernel from T = 1024, Kimi-K2: the filter on approximate keys (v31b, gate.cuh mr_sig_filter_row)",
+     "gate.cu", "mr_gate_filt_kernel<1, 16, 1, 2>", GATE),
+    ("gate kernel at 256 < T < 4096, grouped DeepSeek-R1 (bf16 sigmoid + bias, 8 groups: a warp per row, the merge; targets.md L6)",
      "gate.cu", "mr_gate_kernel<1, 8, 2>", GATE),
+    ("gate kernel from T = 4096, grouped DeepSeek-R1: the filter on approximate keys (v31c)",
+     "gate.cu", "mr_gate_filt_kernel<1, 8, 2, 2>", GATE),
 ]
 
 CLASSES = collections.OrderedDict([

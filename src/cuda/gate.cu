@@ -58,11 +58,10 @@ __device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t c
 #ifndef MR_GATE_FILT_MINB
 #define MR_GATE_FILT_MINB 6
 #endif
-template <int DT, int EPL, int KIND, int FILT = 0>
-__global__ void __launch_bounds__(128, FILT != 0 && EPL <= 16 ? MR_GATE_FILT_MINB : 1)
-    mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
-                   uint32_t scratch_words, int dry_warp, unsigned char* clear_buf, size_t clear_bytes,
-                   uint32_t clear_ctas) {
+template <int DT, int EPL, int KIND, int FILT>
+__device__ __forceinline__ void mr_gate_body(const mr_gate_p& p, int32_t* topk_ids, float* topk_weights,
+                                             uint32_t scratch_words, int dry_warp, unsigned char* clear_buf,
+                                             size_t clear_bytes, uint32_t clear_ctas) {
   constexpr int W = MR_ESZ(DT);
   mr_pdl_enter();
   if (mr_clear_lead_ctas(clear_buf, clear_bytes, clear_ctas)) return; /* a share of moe_buf under the gating */
@@ -121,6 +120,25 @@ __global__ void __launch_bounds__(128, FILT != 0 && EPL <= 16 ? MR_GATE_FILT_MIN
     }
   }
   MR_STAMP(7);
+}
+
+/* The default form: its own kernel, so that its launch bounds (and registers: session 29's SASS) are untouched by
+ * the filter form's minimum of CTAs per SM (a minimum of 1 stated for it let ptxas take 12 - 38 more registers) */
+template <int DT, int EPL, int KIND>
+__global__ void __launch_bounds__(128)
+    mr_gate_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
+                   uint32_t scratch_words, int dry_warp, unsigned char* clear_buf, size_t clear_bytes,
+                   uint32_t clear_ctas) {
+  mr_gate_body<DT, EPL, KIND, 0>(p, topk_ids, topk_weights, scratch_words, dry_warp, clear_buf, clear_bytes,
+                                 clear_ctas);
+}
+template <int DT, int EPL, int KIND, int FILT>
+__global__ void __launch_bounds__(128, EPL <= 16 ? MR_GATE_FILT_MINB : 1)
+    mr_gate_filt_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
+                        uint32_t scratch_words, int dry_warp, unsigned char* clear_buf, size_t clear_bytes,
+                        uint32_t clear_ctas) {
+  mr_gate_body<DT, EPL, KIND, FILT>(p, topk_ids, topk_weights, scratch_words, dry_warp, clear_buf, clear_bytes,
+                                    clear_ctas);
 }
 
 /* 16-bit softmax rows (PACKED) with a segment of LPR lanes per row (large T,
@@ -405,10 +423,10 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
     if (filt) {
       /* sigmoid rows: approximate keys first (v31b; with groups in whole lanes v31c; knob gate_filt_approx) */
       if (mr_gate_filt_approx(p, KIND))
-        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, 2>, *p, topk_ids, topk_weights, sw,
+        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_filt_kernel<DT, EPL, KIND, 2>, *p, topk_ids, topk_weights, sw,
                                   warm ? (int)live : -1, clear_buf, clear_bytes, clear));
       else
-        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_kernel<DT, EPL, KIND, 1>, *p, topk_ids, topk_weights, sw,
+        MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_filt_kernel<DT, EPL, KIND, 1>, *p, topk_ids, topk_weights, sw,
                                   warm ? (int)live : -1, clear_buf, clear_bytes, clear));
       return cudaSuccess;
     }
