@@ -623,6 +623,10 @@ __device__ __forceinline__ bool mr_top_trunc(const uint32_t* key, int k, uint32_
  * false, warp-uniform, with nothing written: the caller takes the merge then.
  * key[]: this lane's exact keys (elements lane * EPL + r); sm: the warp's MR_FILT_WORDS 8-byte words. */
 #define MR_FILT_WORDS 48 /* 32 candidates, then 16 pick slots (k <= 16) */
+/* (mr_sig_filter_row below repeats this function's bound, prefix and rank steps on its own keys. Folding them into
+ * shared helpers was tried in session 30 after the last device call: the same logic, but register allocation and
+ * scheduling moved in all 32 filter instantiations, so the measured SASS (017a678's, results run 51) was kept until a
+ * device run can time and test the folded form.) */
 template <int EPL>
 __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32_t lane, unsigned long long* sm,
                                               int32_t* id, uint32_t* ek) {
