@@ -1388,7 +1388,9 @@ __device__ __forceinline__ void mr_gate_full(const mr_gate_p& p, uint32_t lane, 
     /* large T (v31): every element's score in line, no rolled loop (at large T the code is warm and the rotation's
      * moves were ~190 instructions per row). The sigmoid of an element that is -inf (past E, or switched off) is
      * taken of 0 instead and dropped: 1 / (1 + exp(inf)) sends the IEEE divide down its slow path, a call the whole
-     * warp takes where any lane does (16 calls per Kimi-K2 row, lanes 24 - 31 hold only padding) */
+     * warp takes where any lane does (16 calls per Kimi-K2 row, lanes 24 - 31 hold only padding). mr_score's own
+     * expressions, written out: calling it here keeps its select of 0 for -inf, which the key's select below makes
+     * dead but ptxas does not drop (8 - 112 more SASS instructions per filter instantiation, checked in session 30) */
     if (!key_is_logit || GROUPED) {
 #pragma unroll
       for (int r = 0; r < EPL; ++r) {
