@@ -1,0 +1,32 @@
+#!/bin/bash
+# Device call 92 (session 31): perf-log v32, route with a moe_buf where gx takes the call without it: the head clear
+# (a launch of its own between gx's zeroing launch and gx; gx comes up beside it and waits for it at its end) against
+# the clear inside the paths with a moe_buf and the tail clear after gx; and v31d (the gate kernel's 16-bit softmax rows
+# with 16 elements per lane at a minimum of 1 CTA per SM):
+# 1. gxs_lab --clearhead: the three forms word for word (moe_buf zero after each, route's sort against the CPU), then
+#    each timed beside a memset of the same moe_buf, at T = 1024 - 4096 for DeepSeek-R1 softmax and GPT-OSS-120B;
+# 2. the same check under compute-sanitizer memcheck, racecheck and synccheck (T = 1024, 4096; no timing);
+# 3. gxs_lab --bounds for Qwen3-Next at T = 2047 / 2048 / 2560 (route's forms, v31d's kernel in the chain);
+# 4. with RESULTS=1, a full results run of the tree at its tail (bench/run_device_results.sh).
+# Usage on the device, repo root: COMMIT=<sha> RESULTS=1 bash dev/lab_run92.sh > $OUT/lab_summary.txt 2>&1
+. dev/lab_gxs_prelude.sh
+timeout ${CH_S:-100} $B/gxs_lab --clearhead --models ${MODELS:-deepseek-r1-softmax,gpt-oss-120b} \
+  --ts ${TS:-1024,1500,2048,3072,4096} > $OUT/lab/clearhead.log 2>&1; echo "rc=$?" >> $OUT/lab/clearhead.log
+cat $OUT/lab/clearhead.log
+for tool in memcheck racecheck synccheck; do
+  timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 $B/gxs_lab --clearhead --no-time \
+    --models deepseek-r1-softmax,gpt-oss-120b --ts 1024,4096 > $OUT/lab/san_$tool.log 2>&1
+  echo "$tool rc=$?" | tee -a $OUT/lab/san_$tool.log; tail -3 $OUT/lab/san_$tool.log
+done
+timeout ${BD_S:-80} $B/gxs_lab --bounds --models qwen3-next --ts ${BTS:-2047,2048,2560} > $OUT/lab/bounds.log 2>&1
+echo "rc=$?" >> $OUT/lab/bounds.log
+grep -E "^bounds [a-z]|FAIL|MISMATCH|WRONG|failure|rc=" $OUT/lab/bounds.log
+echo "lab done at $((SECONDS-T0)) s"
+tar czf $OUT/lab.tgz -C $OUT lab && rm -rf $OUT/lab
+if [ "${RESULTS:-0}" = 1 ]; then
+  mkdir -p /tmp/r
+  OUT=/tmp/r CTEST_S=${CTEST_S:-200} LARGE_S=${LARGE_S:-100} SANITIZE_S=${SANITIZE_S:-110} SCALING_S=${SCALING_S:-130} \
+    BENCH_S=${BENCH_S:-80} CUDA_CHECK=${CUDA_CHECK:-400} bash bench/run_device_results.sh > /tmp/r/summary.txt 2>&1
+  cp /tmp/r/summary.txt $OUT/; tar czf $OUT/results.tgz -C /tmp r
+  echo "results run done at $((SECONDS-T0)) s"
+fi
