@@ -773,10 +773,13 @@ static void gatefilt_special(Case* c, uint64_t seed) {
 }
 
 /* form f: 0 the merge (gate_filt -1), 1 the filter on exact keys (gate_filt 1, gate_filt_approx -1), 2 the filter
- * with approximate keys first where it applies (sigmoid rows without groups; elsewhere form 1 again) */
+ * with approximate keys first where it applies (sigmoid rows without groups; elsewhere form 1 again), 3 (session 31,
+ * v33) as 2 with sigmoid rows without groups by segments of 16 lanes (gate_sig_seg 1; elsewhere form 2 again) */
+enum { NGF = 4 };
 static void gatefilt_form(int f) {
   mr_cuda_tune.gate_filt = f ? 1 : -1;
   mr_cuda_tune.gate_filt_approx = f == 1 ? -1 : 0;
+  mr_cuda_tune.gate_sig_seg = f == 3 ? 1 : -1;
 }
 static int gatefilt_case(const char* model, int T, int do_time, cudaStream_t s) {
   Case c;
@@ -784,8 +787,8 @@ static int gatefilt_case(const char* model, int T, int do_time, cudaStream_t s) 
   int bad = 0;
   for (int special = 0; special < 2; ++special) {
     if (special) gatefilt_special(&c, 0x5eedu + (uint64_t)T);
-    uint32_t** h[3];
-    for (int f = 0; f < 3; ++f) {
+    uint32_t** h[NGF];
+    for (int f = 0; f < NGF; ++f) {
       gatefilt_form(f);
       poison(&c, 0);
       if (moeroute_cuda_gate(&c.p, &c.b, s) != MOEROUTE_OK) {
@@ -795,38 +798,40 @@ static int gatefilt_case(const char* model, int T, int do_time, cudaStream_t s) 
       CK(cudaStreamSynchronize(s));
       h[f] = fetch(&c, 0);
     }
-    for (int f = 1; f < 3; ++f)
+    for (int f = 1; f < NGF; ++f)
       for (int i = 0; i < 2; ++i) { /* topk_ids, topk_weights */
         size_t nd = 0, first = 0;
         for (size_t j = 0; j < c.len[i]; ++j)
           if (h[0][i][j] != h[f][i][j] && nd++ == 0) first = j;
         if (nd) {
           printf("   MISMATCH %s vs merge%s %s: %zu words differ, first at %zu (row %zu): %08x vs %08x\n",
-                 f == 1 ? "filter" : "approx", special ? " (special rows)" : "", NAMES[i], nd, first,
+                 f == 1 ? "filter" : f == 2 ? "approx" : "seg", special ? " (special rows)" : "", NAMES[i], nd, first,
                  first / (size_t)c.p.top_k, h[f][i][first], h[0][i][first]);
           bad = 1;
         }
       }
-    for (int f = 0; f < 3; ++f) free_h(h[f]);
+    for (int f = 0; f < NGF; ++f) free_h(h[f]);
   }
   gatefilt_form(0);
   mr_cuda_tune.gate_filt = 0;
+  mr_cuda_tune.gate_sig_seg = 0;
   printf("gatefilt check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
   release(&c);
   if (!do_time) return bad;
   if (setup(&c, model, T, 0, 0xf118u + (uint64_t)T) != 0) return 1;
-  double us[6];
-  for (int f = 0; f < 3; ++f) {
+  double us[2 * NGF];
+  for (int f = 0; f < NGF; ++f) {
     gatefilt_form(f);
     us[f] = time_op(&c, 2, 0, s);
-    us[3 + f] = time_op(&c, 0, 0, s);
+    us[NGF + f] = time_op(&c, 0, 0, s);
   }
   gatefilt_form(0);
   mr_cuda_tune.gate_filt = 0;
-  printf("gatefilt %-20s T=%6d gate alone: merge %8.2f  filter %8.2f  approx %8.2f (%.3f %.3f) | route: merge %8.2f  "
-         "filter %8.2f  approx %8.2f (%.3f %.3f)\n",
-         model, T, us[0], us[1], us[2], us[1] / us[0], us[2] / us[0], us[3], us[4], us[5], us[4] / us[3],
-         us[5] / us[3]);
+  mr_cuda_tune.gate_sig_seg = 0;
+  printf("gatefilt %-20s T=%6d gate alone: merge %8.2f  filter %8.2f  approx %8.2f  seg %8.2f (%.3f %.3f %.3f) | route: "
+         "merge %8.2f  filter %8.2f  approx %8.2f  seg %8.2f\n",
+         model, T, us[0], us[1], us[2], us[3], us[1] / us[0], us[2] / us[0], us[3] / us[0], us[4], us[5], us[6],
+         us[7]);
   release(&c);
   return bad;
 }

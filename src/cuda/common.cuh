@@ -464,6 +464,10 @@ typedef struct mr_cuda_tuning {
                             (ex2.approx / rcp.approx, within a bound of the exact ones) and compute exact keys for
                             the candidates only (v31b, gate.cuh mr_sig_filter_row): 0 = on (default), -1 = off
                             (the exact keys of every element). The same bits either way */
+  int gate_sig_seg;      /* v33: where the filter on approximate keys takes sigmoid rows without groups (E 128 - 512,
+                            k <= 16), those rows by segments of 16 lanes, two per warp (gate.cu mr_gate_sigseg_kernel)
+                            instead of a warp per row: 0 = auto (gate.cu MR_GATE_SIGSEG_AUTO), 1 = on, -1 = off. The
+                            same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */

@@ -145,6 +145,80 @@ __global__ void __launch_bounds__(128, EPL <= 16 ? MR_GATE_FILT_MINB : 1)
                                     clear_ctas);
 }
 
+/* v33 (knob gate_sig_seg): sigmoid rows without groups (FULL kind, k <= 16) by segments of 16 lanes, two rows per warp
+ * and step (gate.cuh mr_sig_seg_row): lane sl of segment seg holds experts sl * EPS .. of row 2 q + seg. EPLW: the
+ * warp-per-row form's elements per lane (E's bucket), which gates a row again where its segment had more than 16
+ * candidates (the filter on approximate keys, then its own fallbacks). Shared memory as the filter form's: each warp's
+ * scratch (its last MR_SIGSEG_WORDS 8-byte words the segments' candidates and picks, the first MR_FILT_WORDS of them the
+ * warp-per-row filter's), then the bias (0 past E). */
+template <int DT, int EPS, int EPLW>
+__global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
+    mr_gate_sigseg_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
+                          uint32_t scratch_words) {
+  static_assert(16 * EPS <= 32 * EPLW && EPS % 4 == 0, "the segment's elements within the bias region");
+  constexpr int W = MR_ESZ(DT);
+  mr_pdl_enter();
+  extern __shared__ __align__(16) uint32_t mr_gate_smem[];
+  const uint32_t lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  float* gbuf = (float*)(mr_gate_smem + warp * scratch_words);
+  unsigned char* gsel = (unsigned char*)(gbuf + p.num_experts);
+  unsigned long long* fsm = (unsigned long long*)(mr_gate_smem + (warp + 1u) * scratch_words - 2u * MR_SIGSEG_WORDS);
+  const int E = p.num_experts, k = p.top_k;
+  const int64_t T = p.num_tokens;
+  const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
+  uint32_t* sbias = mr_gate_smem + nw * scratch_words;
+  __shared__ uint32_t bmax_s;
+  if (threadIdx.x == 0) bmax_s = 0u;
+  __syncthreads();
+  uint32_t bm = 0u; /* max |b| as bits */
+  for (uint32_t i = threadIdx.x; i < 32u * EPLW; i += blockDim.x) {
+    const uint32_t b = p.bias != NULL && (int)i < E ? __float_as_uint(p.bias[i]) : 0u;
+    sbias[i] = b;
+    bm = max(bm, b & 0x7fffffffu);
+  }
+  atomicMax(&bmax_s, bm);
+  __syncthreads();
+  const float eps = 0x1p-17f + (__uint_as_float(bmax_s) + 1.0f) * 0x1p-21f; /* gate.cuh mr_sig_filter_row */
+  const uint32_t sl = lane & 15u, seg = lane >> 4;
+  const int64_t step = 2 * (int64_t)gridDim.x * nw;
+#pragma unroll 1
+  for (int64_t t0 = 2 * ((int64_t)blockIdx.x * nw + warp); t0 < T; t0 += step) { /* warp-uniform */
+    const int64_t t = t0 + seg;
+    const bool live = t < T;
+    const unsigned char* row = p.logits + (live ? t : t0) * p.row_bytes;
+    uint32_t raw[EPS], braw[EPS];
+    mr_load_lane<W, EPS>(row, sl, E, ninf, live, raw);
+#pragma unroll
+    for (int r = 0; r < EPS; r += 4) *(uint4*)(braw + r) = *(const uint4*)(sbias + sl * EPS + r);
+    int32_t id;
+    float w;
+    const bool ok = mr_sig_seg_row<DT, EPS>(p, lane, row, raw, braw, eps, fsm, &id, &w);
+    w = mr_finish_weight_seg(p, w);
+    if (ok && live && (int)sl < k) {
+      topk_ids[t * k + sl] = id;
+      topk_weights[t * k + sl] = w;
+    }
+    /* a segment with more than 16 candidates: its row again, by the whole warp (warp-uniform loop) */
+#pragma unroll 1
+    for (uint32_t fb = __ballot_sync(MR_FULL_MASK, !ok && live && sl == 0u); fb != 0u; fb &= fb - 1u) {
+      const int64_t tf = t0 + ((__ffs(fb) - 1) >> 4);
+      const unsigned char* rf = p.logits + tf * p.row_bytes;
+      uint32_t rw[EPLW], bw[EPLW];
+      mr_load_lane<W, EPLW>(rf, lane, E, ninf, true, rw);
+#pragma unroll
+      for (int r = 0; r < EPLW; r += 4) *(uint4*)(bw + r) = *(const uint4*)(sbias + lane * EPLW + r);
+      int32_t fid;
+      float fw;
+      mr_gate_row<DT, EPLW, MR_KIND_FULL, 2>(p, lane, rw, bw, rf, true, gbuf, gsel, &fid, &fw, fsm, eps);
+      if ((int)lane < k) {
+        topk_ids[tf * k + lane] = fid;
+        topk_weights[tf * k + lane] = fw;
+      }
+      __syncwarp();
+    }
+  }
+}
+
 /* 16-bit softmax rows (PACKED) with a segment of LPR lanes per row (large T,
  * v6): a warp gates 32/LPR rows at a time, grid-stride over the rows. */
 #define MR_SEG_THREADS 256
@@ -403,6 +477,16 @@ static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
   return T >= (epl == 16 ? MR_GATE_FILT_T_WIDE : MR_GATE_FILT_T);
 }
 
+/* v33 (knob gate_sig_seg): where the filter on approximate keys takes sigmoid rows without groups, the segment form
+ * (mr_gate_sigseg_kernel) instead: 0 = auto (MR_GATE_SIGSEG_AUTO), 1 = on there, -1 = off. 128 <= E <= 512 (4 - 16
+ * elements per warp lane: 8 - 32 per segment lane), k <= 16. */
+#ifndef MR_GATE_SIGSEG_AUTO
+#define MR_GATE_SIGSEG_AUTO 0
+#endif
+static int mr_gate_sigseg_on(const mr_gate_p* p, int epl) {
+  return mr_knob_on(mr_cuda_tune.gate_sig_seg, MR_GATE_SIGSEG_AUTO) && epl >= 4 && epl <= 16 &&
+         p->num_experts >= 128 && p->top_k <= 16 && mr_gate_filt_approx(p, MR_KIND_FULL);
+}
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,
                                     unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
@@ -423,6 +507,20 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
+  if constexpr (KIND == MR_KIND_FULL && EPL >= 4 && EPL <= 16) {
+    if (filt && clear == 0u && mr_gate_sigseg_on(p, EPL)) { /* v33: sigmoid rows by segments of 16 lanes */
+      const uint32_t sws = sw - 2u * MR_FILT_WORDS + 2u * MR_SIGSEG_WORDS;
+      const int64_t gs = mr_gate_grid((T + 7) / 8, (int64_t)mr_cuda_sm_count() * 64, 128u); /* 2 rows per warp */
+      cudaLaunchConfig_t ls = mr_launch_config((unsigned)gs, 128u, ((size_t)sws * 4u + 32u * EPL) * 4u, stream);
+      ls.attrs = lc.attrs;
+      ls.numAttrs = lc.numAttrs;
+      if (EPL == 16 && p->num_experts <= 384) /* 24 elements per segment lane: Kimi-K2 */
+        MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 24, 16>, *p, topk_ids, topk_weights, sws));
+      else
+        MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 2 * EPL, EPL>, *p, topk_ids, topk_weights, sws));
+      return cudaSuccess;
+    }
+  }
   if constexpr (KIND != MR_KIND_PACKED) {
     if (filt) {
       /* sigmoid rows: approximate keys first (v31b; with groups in whole lanes v31c; knob gate_filt_approx) */

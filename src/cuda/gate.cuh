@@ -753,6 +753,109 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
   return true;
 }
 
+/* ---- v33: sigmoid rows without groups by segments of 16 lanes (large T: targets.md L6, knob gate_sig_seg) ----------
+ * v31b's row (mr_sig_filter_row) with the row over the 16 lanes of a half warp instead of 32: a warp gates two rows at
+ * once, so every step that does not scale with the elements (the bound's k - 1 rounds, the counts' scan, the exact
+ * keys of the candidates, their ranks, the weights' sum) serves two rows per instruction. Lane sl of segment seg
+ * holds elements sl * EPS .. + EPS - 1 (-inf past E) and their biases (braw). The same proof as mr_sig_filter_row:
+ * B, the k-th largest of the segment's 16 lane maxima of the approximate keys (k <= 16), has k elements at or above
+ * it, so the row's top k have approximate keys >= B - 2 eps, and the candidates are the elements >= B - 3 eps, ranked
+ * by exact key and index: the same picks and weights, bit for bit. Segments are tiles of 16 lanes (the reductions
+ * and ballots take the segment's mask, as cooperative groups' tiles do; both segments run every step together).
+ * Returns false for the segment whose candidates exceed 16 (one per lane; ties at the bound, rows of -inf): nothing
+ * of it is valid then, and the caller gates that row again by the warp-per-row form. sm: the warp's
+ * MR_SIGSEG_WORDS 8-byte words (per segment 16 candidates, then 16 picks). *w: the pick's unbiased score (lanes
+ * sl < k), to be finished by mr_finish_weight_seg. */
+#define MR_SIGSEG_LPR 16
+#define MR_SIGSEG_WORDS 64
+template <int DT, int EPS>
+__device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane, const unsigned char* row,
+                                               const uint32_t* raw, const uint32_t* braw, float eps,
+                                               unsigned long long* sm, int32_t* id, float* w) {
+  constexpr int W = MR_ESZ(DT);
+  const int k = p.top_k;
+  const bool f16 = p.f16 != 0;
+  const uint32_t sl = lane & 15u, seg = lane >> 4;
+  const uint32_t smask = 0xffffu << (16u * seg);
+  const uint32_t e0 = sl * (uint32_t)EPS;
+  float a[EPS];
+  float m = -INFINITY;
+#pragma unroll
+  for (int r = 0; r < EPS; ++r) {
+    const float x = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
+    a[r] = x == -INFINITY ? -INFINITY : __fdividef(1.0f, 1.0f + __expf(-x)) + __uint_as_float(braw[r]);
+    m = fmaxf(m, a[r]);
+  }
+  uint32_t v = mr_ord32(m); /* >= MR_ORD_NEG_INF > 0 */
+#pragma unroll 1
+  for (int j = 1; j < k; ++j) {
+    const uint32_t mx = __reduce_max_sync(smask, v);
+    const uint32_t b = __ballot_sync(smask, v == mx) & smask;
+    v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
+  }
+  const float thr = mr_unord32(__reduce_max_sync(smask, v)) - 3.0f * eps; /* -inf stays -inf */
+  uint32_t c = 0u;
+#pragma unroll
+  for (int r = 0; r < EPS; ++r) c += a[r] >= thr ? 1u : 0u;
+  uint32_t inc = c; /* inclusive prefix over the segment's lanes */
+#pragma unroll
+  for (uint32_t off = 1; off < 16u; off <<= 1) {
+    const uint32_t t = __shfl_up_sync(MR_FULL_MASK, inc, off, 16);
+    inc += sl >= off ? t : 0u;
+  }
+  const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 15, 16);
+  const bool ok = C <= 16u;
+  unsigned long long* cand = sm + 32u * seg; /* 16 candidates, then 16 picks */
+  if (ok) { /* the candidates' indices (the logits are read again below: raw need not live past the keys) */
+    uint32_t pos = inc - c;
+#pragma unroll
+    for (int r = 0; r < EPS; ++r)
+      if (a[r] >= thr) cand[pos++] = e0 + (uint32_t)r;
+  }
+  __syncwarp();
+  const bool mine_c = ok && sl < C;
+  unsigned long long mine = 0ull;
+  float sc = 0.0f;
+  uint32_t ci = 0u;
+  if (mine_c) { /* candidate sl: its exact score and key (mr_sig_filter_row's expressions) */
+    ci = (uint32_t)cand[sl];
+    const uint32_t rc = W == 4 ? __ldg((const unsigned int*)row + ci) : (uint32_t)__ldg((const unsigned short*)row + ci) << 16;
+    const float xc = mr_clamp_logit(mr_raw_float<W>(rc, f16));
+    sc = mr_score(MOEROUTE_SCORE_SIGMOID, xc, 0.0f, 1.0f);
+    const float bc = p.bias != NULL ? __ldg(p.bias + ci) : 0.0f;
+    const uint32_t key = xc == -INFINITY ? MR_ORD_NEG_INF : mr_ord32(sc + bc);
+    sc = key == MR_ORD_NEG_INF ? 0.0f : sc; /* design.md 4: a -inf pick weighs 0 */
+    mine = ((unsigned long long)key << 32) | (uint32_t)~ci;
+  }
+  __syncwarp(); /* every candidate read before the keys overwrite them */
+  if (mine_c) cand[sl] = mine;
+  __syncwarp();
+  uint32_t rank = 0u;
+  if (mine_c) {
+#pragma unroll 4
+    for (uint32_t j = 0; j < C; ++j) rank += cand[j] > mine ? 1u : 0u;
+  }
+  __syncwarp();
+  if (mine_c && rank < (uint32_t)k) cand[16u + rank] = ((unsigned long long)__float_as_uint(sc) << 32) | ci;
+  __syncwarp();
+  const unsigned long long pk = cand[16u + (sl < (uint32_t)k ? sl : 0u)];
+  *id = (int32_t)(uint32_t)pk;
+  *w = sl < (uint32_t)k ? __uint_as_float((uint32_t)(pk >> 32)) : 0.0f;
+  __syncwarp(); /* every pick read before the next row's candidates overwrite them */
+  return ok;
+}
+/* mr_finish_weight over a segment of 16 lanes (the picks in its lanes 0 .. k-1): the same sum in pick order */
+__device__ __forceinline__ float mr_finish_weight_seg(const mr_gate_p& p, float w) {
+  if (p.renormalize) {
+    float tot = 0.0f;
+    const int k = p.top_k;
+#pragma unroll 4
+    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j, 16);
+    return (w / fmaxf(tot, 1e-20f)) * p.scale;
+  }
+  return w * p.scale;
+}
+
 /* Group scores (contract 2.4): the two largest values seen, as a multiset
  * (equal values count twice). */
 __device__ __forceinline__ void mr_top2_push(float v, float* m1, float* m2) {
