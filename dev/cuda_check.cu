@@ -272,7 +272,6 @@ static void gen_case(Case* c) {
   c->tune.gxs_xchg = irand(3) - 1;  /* gxs's exchange by columns, two grid barriers (v24): off / default / on */
   c->tune.gx_lean_bar = irand(3) - 1; /* gxs's grid barriers without full fences (v24b): off / default / on */
   c->tune.clear_tail = irand(3) - 1;  /* moe_buf by a launch of its own after gx / gxs (v25): off / default / on */
-  c->tune.clear_head = irand(3) - 1;  /* route's moe_buf by a launch of its own before gx (v32): off / default / on */
   c->tune.gate_sig_seg = irand(3) - 1; /* sigmoid rows without groups by segments of 16 lanes (v33): off / default / on */
   c->tune.gxs_gate_zero = irand(3) - 1; /* route's gate kernel zeroes gxs's barrier word (v26): off / default / on */
   c->tune.persist = irand(4) == 0 ? -1 : 0; /* P never (a quarter of the cases: the three launches / the run-1 chain,
@@ -960,7 +959,7 @@ int main(int argc, char** argv) {
         printf("case %d: E=%d k=%d T=%lld renorm=%d scale=%g moe_buf=%zu force_general=%d ctm=%d ctm_ctas=%d "
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
-               "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d clear_tail=%d clear_head=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
+               "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d clear_tail=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
                "p_seg_chain=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
@@ -968,7 +967,7 @@ int main(int argc, char** argv) {
                c.tune.tiny_max_n, c.tune.decode_pdl, c.route_topk, c.tune.tiny_cluster, c.tune.tiny_warm, c.tune.gtm,
                c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form,
                c.tune.persist_clear_ns, c.tune.gx, c.tune.gxs, c.tune.gx_stagger,
-               c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.clear_tail, c.tune.clear_head, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
+               c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.clear_tail, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
                c.tune.p_seg_chain);
       free(h.logits);
       free(h.bias);

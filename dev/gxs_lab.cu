@@ -24,9 +24,7 @@
  * 6. --bounds (session 29): gxs's and gx's bounds, gx's exchange by columns (bounds_case below).
  * 7. --gatewide (session 29): the fp32-key gate kernel at large T, the wide kernel forced (gatewide_case below).
  * 8. --gatefilt (session 30): the fp32-key gate kernel's filter form against the merge (gatefilt_case below).
- * 9. --clearhead (session 31): route + buf by the head clear before gx against the other forms (clearhead_case below).
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide | --gatefilt
- *              | --clearhead] [--ts 1024,...]
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide | --gatefilt] [--ts 1024,...]
  *              [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -431,68 +429,6 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
   return bad != 0;
 }
 
-/* --clearhead (v32, knob clear_head; session 31): route WITH a moe_buf where the call without it takes gx, by three
- * forms: the default paths with a moe_buf (clear_head = -1, clear_tail = -1), the head clear before gx (clear_head = 1)
- * and the tail clear after gx (clear_tail = 1): every output word for word against the default's, route's sort also
- * against the CPU sort of its top-k, moe_buf zero after each (poisoned before, 0xFF); then the kernel metric of each,
- * a cudaMemsetAsync of the same moe_buf, and route without it. */
-static void clearhead_form(int f) {
-  mr_cuda_tune.clear_head = f == 1 ? 1 : -1;
-  mr_cuda_tune.clear_tail = f == 2 ? 1 : -1;
-}
-static int clearhead_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
-  Case c;
-  if (setup_with_buf(&c, "clearhead", model, T, 0xc1eadu + (uint64_t)T) != 0) return 1;
-  static const char* nm[3] = {"inside", "head", "tail"};
-  int bad = 0;
-  if (do_check) {
-    uint32_t** h[3];
-    for (int f = 0; f < 3; ++f) {
-      clearhead_form(f);
-      poison(&c, 0);
-      CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
-      bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
-      if (!buf_is_zero(&c)) {
-        printf("   %s: moe_buf not zero\n", nm[f]);
-        ++bad;
-      }
-      h[f] = fetch(&c, 0);
-      if (f == 1) { /* the CPU sort of this top-k (without the moe_buf: no host copy of it; checked above) */
-        const size_t nb = c.p.moe_buf_bytes;
-        c.p.moe_buf_bytes = 0;
-        bad += cpu_check(&c, h[1]);
-        c.p.moe_buf_bytes = nb;
-      }
-    }
-    bad += cmp("route + buf, head vs inside", h[1], h[0], c.len, 0);
-    bad += cmp("route + buf, tail vs inside", h[2], h[0], c.len, 0);
-    for (int f = 0; f < 3; ++f) free_h(h[f]);
-    printf("clearhead check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
-  }
-  if (do_time) {
-    double r[3];
-    for (int f = 0; f < 3; ++f) {
-      clearhead_form(f);
-      r[f] = time_calls(&c, 0, s);
-    }
-    mr_cuda_tune.clear_head = 0;
-    mr_cuda_tune.clear_tail = 0;
-    const double ms = time_calls(&c, 2, s);
-    const double rd = time_calls(&c, 0, s); /* the library's default */
-    const size_t nb = c.p.moe_buf_bytes;
-    c.p.moe_buf_bytes = 0;
-    const double rn = time_calls(&c, 0, s);
-    c.p.moe_buf_bytes = nb;
-    printf("clearhead %-20s T=%6d  route+buf inside %8.2f  head %8.2f  tail %8.2f  default %8.2f | memset %8.2f | "
-           "route w/o buf %7.2f | / memset: inside %.3f head %.3f tail %.3f\n",
-           model, T, r[0], r[1], r[2], rd, ms, rn, r[0] / ms, r[1] / ms, r[2] / ms);
-  }
-  mr_cuda_tune.clear_head = 0;
-  mr_cuda_tune.clear_tail = 0;
-  release(&c);
-  return bad != 0;
-}
-
 /* --head (v27, knob p_seg_chain; large.cu): route WITH a moe_buf by P for rows the gate kernel segments, in its two
  * forms: the capped gate beside P's clear and the chain's order (gate kernel, zeroing launch, P), and the default:
  * every output word for word against the chain's order, that one's sort against the CPU sort, moe_buf zero after
@@ -852,7 +788,6 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds (session 29) */
     if (!strcmp(argv[i], "--gatewide")) tail = 5; /* the fp32-key gate kernel at large T, wide forced (session 29) */
     if (!strcmp(argv[i], "--gatefilt")) tail = 6; /* the fp32-key gate kernel's filter against the merge (session 30) */
-    if (!strcmp(argv[i], "--clearhead")) tail = 7; /* route + buf: the head clear before gx (v32, session 31) */
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);
@@ -905,13 +840,6 @@ int main(int argc, char** argv) {
       for (int j = 0; j < nts; ++j) fails += bounds_case(models[m], ts[j], do_check, do_time && !quick, s);
     CK(cudaStreamDestroy(s));
     printf("gxs lab --bounds: %d failure(s)\n", fails);
-    return fails ? 1 : 0;
-  }
-  if (tail == 7) { /* --clearhead: each model at each T of --ts */
-    for (int m = 0; m < nm; ++m)
-      for (int j = 0; j < nts; ++j) fails += clearhead_case(models[m], ts[j], do_check, do_time, s);
-    CK(cudaStreamDestroy(s));
-    printf("gxs lab --clearhead: %d failure(s)\n", fails);
     return fails ? 1 : 0;
   }
   if (tail) { /* --tail alone: its checks and (unless --no-time) its timing at each T of --ts */

@@ -12,6 +12,8 @@
 #    memcheck and racecheck;
 # 4. with BOUNDS=1, gxs_lab --bounds for Qwen3-Next at T = 2047 / 2048 / 2560 (v31d's kernel in the chain);
 # 5. with RESULTS=1, a full results run of the tree at its tail (bench/run_device_results.sh).
+# (Never run: the device calls failed to start; dev/lab_run93.sh ran its parts. gxs_lab --clearhead and knob
+# clear_head were removed after lab call 93, perf-log v32: their code is 55f650e.)
 # Usage on the device, repo root: COMMIT=<sha> RESULTS=1 bash dev/lab_run92.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 timeout ${CH_S:-100} $B/gxs_lab --clearhead --models ${MODELS:-deepseek-r1-softmax,gpt-oss-120b} \

@@ -7,6 +7,7 @@
 # 2. gxs_lab --gatefilt (Kimi-K2, GLM-4.5; T = 1024, 4096, 16384, 65536): four forms word for word, timed; its check
 #    under memcheck;
 # 3. the results run's tests, sanitizers, cuda_check, scaling sweep and decode bench (bench/run_device_results.sh).
+# (gxs_lab --clearhead and knob clear_head were removed after this call, perf-log v32: their code is 55f650e.)
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run93.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 timeout 60 $B/gxs_lab --clearhead --models deepseek-r1-softmax,gpt-oss-120b --ts 1024,2048,4096 \

@@ -454,11 +454,6 @@ typedef struct mr_cuda_tuning {
                             the merge of truncated keys (v31, gate.cuh mr_top_filter): 0 = auto (gate.cu
                             mr_gate_filt_on: from T = 4096, 1024 for 256 < E <= 512 and for sigmoid rows without groups), -1 = never, > 0 =
                             from this T. The same bits either way */
-  int clear_head;        /* route with a moe_buf where the call without it takes gx (v32, gx.cu): moe_buf cleared by a
-                            launch of its own that starts first and lets gx come up beside it at once (gx waits for
-                            it only at its end): 0 = auto (gx.cu mr_cuda_clear_head_wanted), 1 = on wherever gx takes
-                            the call without the moe_buf, -1 = off (the paths with a moe_buf). The same bits either
-                            way */
   int gate_filt_approx;  /* where the filter runs, sigmoid rows without groups or with groups in whole lanes (v31c)
                             filter on approximate keys first
                             (ex2.approx / rcp.approx, within a bound of the exact ones) and compute exact keys for
@@ -466,7 +461,8 @@ typedef struct mr_cuda_tuning {
                             (the exact keys of every element). The same bits either way */
   int gate_sig_seg;      /* v33: where the filter on approximate keys takes sigmoid rows without groups (E 128 - 512,
                             k <= 16), those rows by segments of 16 lanes, two per warp (gate.cu mr_gate_sigseg_kernel)
-                            instead of a warp per row: 0 = auto (gate.cu MR_GATE_SIGSEG_AUTO), 1 = on, -1 = off. The
+                            instead of a warp per row: 0 = auto (gate.cu mr_gate_sigseg_on: 256 < E <= 384 from
+                            T = 16384), 1 = on, -1 = off. The
                             same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
@@ -599,14 +595,10 @@ cudaError_t mr_cuda_launch_gtm_route(const mr_config* cfg, const mr_gate_args* a
 int mr_cuda_gx_takes(const mr_config* cfg, const mr_gate_args* a);
 size_t mr_cuda_gx_workspace(const mr_config* cfg);
 int mr_cuda_gx_ws_reserved(const mr_config* cfg);
-/* flags: MR_GX_TAIL (below); head_buf / head_bytes: v32's head clear (mr_cuda_clear_head_wanted), moe_buf cleared
- * by a launch of its own between gx's zeroing launch and gx, which comes up beside it (0 bytes: none) */
+/* flags: MR_GX_TAIL (below) */
 cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                     int32_t* topk_ids, float* topk_weights, void* workspace, int flags,
-                                    unsigned char* head_buf, size_t head_bytes, cudaStream_t stream);
-/* v32 (knob clear_head, 0: gx.cu's rule): whether route's moe_buf is cleared by the head clear where the call without
- * it takes gx (entry.cu mr_clear_head_takes) */
-int mr_cuda_clear_head_wanted(const mr_config* cfg);
+                                    cudaStream_t stream);
 
 /* gx.cu: the sort in one cooperative launch over the grid (gxs, v23). _takes: the dispatch gives it the
  * sort entry point's call (op SORT) or route's sort after the gate kernel (op ROUTE); _workspace: its
@@ -619,7 +611,6 @@ int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
  * counter, so no zeroing launch runs and gxs waits for that launch at its start */
 #define MR_GX_TAIL 1
 #define MR_GX_ZEROED 2
-#define MR_GX_HEAD 4 /* gx, v32: the head clear between the zeroing launch and gx (zeroes the counter as MR_GX_TAIL) */
 #define MR_GX_TAIL_NEXT 32 /* word of the barrier's 256 bytes holding the clear's piece counter (its own line) */
 /* v26 (knob gxs_gate_zero): route's segment gate kernel zeroes gxs's barrier word instead of a zeroing launch */
 int mr_cuda_gxs_gate_zero_on(void);

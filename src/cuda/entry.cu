@@ -364,16 +364,6 @@ static int mr_clear_tail_takes(moeroute_op op, const mr_config* cfg, const mr_ga
   if (op == MOEROUTE_OP_SORT) return mr_cuda_gxs_takes(&c, MOEROUTE_OP_SORT, 0);
   return mr_cuda_gx_takes(&c, ga) || mr_cuda_gxs_takes(&c, MOEROUTE_OP_ROUTE, mr_cuda_gate_segmented(&c, ga));
 }
-/* v32 (knob clear_head, gx.cu mr_cuda_clear_head_wanted): route with a moe_buf where the call without it takes gx:
- * moe_buf cleared by a launch of its own between gx's zeroing launch and gx, which comes up beside it at once and
- * waits for it only at its end (mr_cuda_launch_gx_route's head_buf): the routing under the clear. */
-static int mr_clear_head_takes(const mr_config* cfg, const mr_gate_args* ga, const moeroute_buffers* b) {
-  if (cfg->moe_buf_bytes == 0 || cfg->num_tokens == 0 || !mr_ws_aligned16(b) || !mr_cuda_clear_head_wanted(cfg))
-    return 0;
-  mr_config c = *cfg;
-  c.moe_buf_bytes = 0;
-  return mr_cuda_gx_takes(&c, ga);
-}
 /* Takes the moe_buf out of the call (cfg, o) into *buf / *bytes where mr_clear_tail_takes says so */
 static void mr_clear_tail_split(moeroute_op op, mr_config* cfg, const mr_gate_args* ga, const moeroute_buffers* b,
                                 mr_sort_out* o, unsigned char** buf, size_t* bytes) {
@@ -462,29 +452,15 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   mr_cuda_sort_out_init(&cfg, buffers, &so);
   unsigned char* tail_buf;
   size_t tail_bytes;
-  unsigned char* head_buf = NULL; /* v32: moe_buf by the head clear before gx */
-  size_t head_bytes = 0;
-  if (mr_clear_head_takes(&cfg, &ga, buffers)) {
-    head_buf = so.moe_buf;
-    head_bytes = so.moe_buf_bytes;
-    cfg.moe_buf_bytes = 0;
-    so.moe_buf = NULL;
-    so.moe_buf_bytes = 0;
-    tail_buf = NULL;
-    tail_bytes = 0;
-  } else {
-    mr_clear_tail_split(MOEROUTE_OP_ROUTE, &cfg, &ga, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
-  }
+  mr_clear_tail_split(MOEROUTE_OP_ROUTE, &cfg, &ga, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
   void* tail_counter = NULL; /* the workspace of gx / gxs where they ran: the clear's piece counter */
   cudaError_t err = cudaSuccess;
   /* gx (v22): one cooperative launch over the grid at middle T; on a refused cooperative launch the
    * other paths below */
   bool routed = false;
   if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gx_takes(&cfg, &ga)) {
-    /* where the device refuses the cooperative launch, the head clear has run: the paths below route the call
-     * without the moe_buf */
     err = mr_cuda_launch_gx_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace,
-                                  tail_bytes != 0 ? MR_GX_TAIL : 0, head_buf, head_bytes, s);
+                                  tail_bytes != 0 ? MR_GX_TAIL : 0, s);
     routed = err != cudaErrorCooperativeLaunchTooLarge;
     if (err == cudaSuccess) tail_counter = buffers->workspace;
   }

@@ -478,14 +478,22 @@ static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
 }
 
 /* v33 (knob gate_sig_seg): where the filter on approximate keys takes sigmoid rows without groups, the segment form
- * (mr_gate_sigseg_kernel) instead: 0 = auto (MR_GATE_SIGSEG_AUTO), 1 = on there, -1 = off. 128 <= E <= 512 (4 - 16
- * elements per warp lane: 8 - 32 per segment lane), k <= 16. */
+ * (mr_gate_sigseg_kernel) instead: 0 = auto, 1 = on there, -1 = off. 128 <= E <= 512 (4 - 16 elements per warp
+ * lane: 8 - 32 per segment lane), k <= 16. Automatic rule (lab call 93, H100, gate alone, the segments / the
+ * warp-per-row filter on approximate keys): Kimi-K2 (E = 384: 24 elements per segment lane) T = 16384 24.35 / 27.34,
+ * 65536 81.84 / 96.36 us, but 1024 9.32 / 4.90, 4096 11.57 / 9.69; GLM-4.5 (E = 160: 16 per lane, of which the last
+ * six lanes hold only -inf, so the bound is loose and many rows take the warp-per-row form again) slower at every T
+ * (65536 86.08 / 67.68). So: 256 < E <= 384 from T = MR_GATE_SIGSEG_T. */
 #ifndef MR_GATE_SIGSEG_AUTO
-#define MR_GATE_SIGSEG_AUTO 0
+#define MR_GATE_SIGSEG_AUTO 1
 #endif
+#define MR_GATE_SIGSEG_T 16384
 static int mr_gate_sigseg_on(const mr_gate_p* p, int epl) {
-  return mr_knob_on(mr_cuda_tune.gate_sig_seg, MR_GATE_SIGSEG_AUTO) && epl >= 4 && epl <= 16 &&
-         p->num_experts >= 128 && p->top_k <= 16 && mr_gate_filt_approx(p, MR_KIND_FULL);
+  const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 &&
+                    mr_gate_filt_approx(p, MR_KIND_FULL);
+  if (mr_cuda_tune.gate_sig_seg != 0) return mr_cuda_tune.gate_sig_seg > 0 && fits;
+  return MR_GATE_SIGSEG_AUTO && fits && p->num_experts > 256 && p->num_experts <= 384 &&
+         p->num_tokens >= MR_GATE_SIGSEG_T;
 }
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,

@@ -115,14 +115,12 @@ __device__ __forceinline__ void mr_gx_grid_wait(uint32_t* bar, uint32_t target) 
  * threads are ordered by the __syncthreads around thread 0 (bar.sync), as in the plain form. It holds while
  * every arrival is an atomic on the word (no plain store to it inside the kernel) and the data exchanged
  * through it (cnt, pre, tot) is read with __ldcg or plain loads, never the read-only path (__ldg, .nc). */
-/* WAIT false (v32's head form, gx only): no wait for the launch before at the arrival (that launch is the head clear,
- * which gx must not wait for; the zeroing launch before it fenced its store before it let the clear start) */
-template <bool LEAN, bool WAIT = true>
+template <bool LEAN>
 __device__ __forceinline__ void mr_gx_grid_arrive_x(uint32_t* bar) {
   if constexpr (!LEAN) {
     mr_gx_grid_arrive(bar);
   } else {
-    if constexpr (WAIT) mr_pdl_wait();
+    mr_pdl_wait();
     asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar) : "memory");
   }
 }
@@ -139,10 +137,10 @@ __device__ __forceinline__ void mr_gx_grid_wait_x(uint32_t* bar, uint32_t target
 }
 /* The whole barrier (complete once the word reaches target: G, or 2 G for gxs's second); LEAN: the form
  * without full fences (knob gx_lean_bar) */
-template <bool LEAN, bool WAIT = true>
+template <bool LEAN>
 __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t target) {
   if (threadIdx.x == 0) {
-    mr_gx_grid_arrive_x<LEAN, WAIT>(bar);
+    mr_gx_grid_arrive_x<LEAN>(bar);
     mr_gx_grid_wait_x<LEAN>(bar, target);
   }
   __syncthreads();
@@ -173,11 +171,10 @@ __host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, ui
          (size_t)(MR_GX_THREADS / (Ep / 16u)) * (Ep + Ep / 16u) * 4u;
 }
 
-template <int DT, int EPL, int L, bool LEAN, bool HEAD = false> /* HEAD: v32's head clear runs before (LEAN only) */
+template <int DT, int EPL, int L, bool LEAN>
 __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     mr_gx_route_kernel(const __grid_constant__ mr_gate_p p, const __grid_constant__ mr_sort_out o,
                        const __grid_constant__ mr_gx_k a) {
-  static_assert(!HEAD || LEAN, "the head form: the lean barrier only");
   extern __shared__ __align__(16) uint32_t mr_gx_sm[];
   constexpr int EPS = 32 * EPL / MR_GX_LPR;
   constexpr uint32_t RPW = 32u / MR_GX_LPR;
@@ -229,7 +226,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
     ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
   __syncthreads();
-  mr_gx_grid_barrier<LEAN, !HEAD>(a.bar, G);
+  mr_gx_grid_barrier<LEAN>(a.bar, G);
 
   /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
    * (16 experts) over rows rg + NRG i in 16-bit lanes (<= 9 x 32 per lane), then per expert over the
@@ -310,8 +307,6 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     if (n != 0u) mr_emit_padding(&o, s_start[e], n, mr_udiv(n + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
   }
   if (c == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
-  if constexpr (HEAD) /* complete only after the head clear: the stream's next work sees moe_buf zero */
-    if (tid == 0u) mr_pdl_wait();
 }
 
 /* ======================================================================== */
@@ -364,13 +359,10 @@ extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
  * launch (PDL after the zeroing): gx's and gxs's launch. cudaErrorCooperativeLaunchTooLarge (cleared)
  * when the device refuses the cooperative launch: nothing was written but the barrier word (and, with MR_GX_TAIL,
  * the clear's counter; with MR_GX_ZEROED no zeroing launch runs and nothing is written). */
-static cudaError_t mr_clear_launch(bool head, unsigned char* buf, size_t bytes, uint32_t* next, cudaStream_t stream);
 template <typename KF, typename... Args>
 static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, size_t smem, uint32_t* bar,
-                                     uint32_t flags, unsigned char* head_buf, size_t head_bytes, cudaStream_t stream,
-                                     Args... args) {
-  /* the head clear (MR_GX_HEAD) takes its pieces from the same counter as the tail clear */
-  const uint32_t tail = (flags & (MR_GX_TAIL | MR_GX_HEAD)) != 0u;
+                                     uint32_t flags, cudaStream_t stream, Args... args) {
+  const uint32_t tail = (flags & MR_GX_TAIL) != 0u;
   const bool pdl = mr_cuda_pdl_on() != 0;
   cudaLaunchAttribute za;
   memset(&za, 0, sizeof za);
@@ -382,8 +374,6 @@ static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, si
     zc.numAttrs = 1;
   }
   if (!(flags & MR_GX_ZEROED)) MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar, tail));
-  if ((flags & MR_GX_HEAD) && head_bytes != 0)
-    MR_TRY(mr_clear_launch(true, head_buf, head_bytes, bar + MR_GX_TAIL_NEXT, stream));
   cudaLaunchConfig_t lc = mr_launch_config(G, threads, smem, stream);
   cudaLaunchAttribute at[2];
   memset(at, 0, sizeof at);
@@ -437,15 +427,6 @@ extern "C" int mr_cuda_gxs_gate_zero_on(void) {
  * followed by the routing. The sort entry point keeps the clear inside (mixed: DeepSeek-R1 softmax 65536
  * 307.80 / 303.60, GPT-OSS-120B 65536 123.27 / 127.03, Qwen3-Next 32768 64.36 / 52.21). */
 #define MR_CLEAR_TAIL_MIN_N 262144
-/* v32 (knob clear_head): route with a moe_buf where the call without it takes gx (T = 1024 - 4096 for the PACKED rows
- * of 128 <= E <= 256): the head clear first, gx beside it (mr_clear_launch's HEAD form). The automatic rule takes it
- * wherever that holds (session 31, before its lab call: perf-log v32 has the prediction and the outcome) */
-#ifndef MR_CLEAR_HEAD_AUTO
-#define MR_CLEAR_HEAD_AUTO 1
-#endif
-extern "C" int mr_cuda_clear_head_wanted(const mr_config* cfg) {
-  return mr_knob_on(mr_cuda_tune.clear_head, MR_CLEAR_HEAD_AUTO && cfg->moe_buf_bytes != 0);
-}
 #define MR_TAIL_THREADS 128
 #define MR_TAIL_CTAS_PER_SM 4
 extern "C" int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg) {
@@ -454,13 +435,8 @@ extern "C" int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg) {
 }
 
 #define MR_TAIL_PIECE 1024u /* units (16 B) per piece: 16 KB */
-/* HEAD (v32): the head clear, launched between gx's zeroing launch and gx; it lets gx start at once (its CTAs are all
- * resident: at most MR_TAIL_CTAS_PER_SM per SM, which leave room for gx's CTA) and may write at once: it starts only
- * after the zeroing launch let it, and that launch waited for the earlier work first */
-template <bool HEAD>
 __global__ void __launch_bounds__(MR_TAIL_THREADS) mr_clear_tail_kernel(unsigned char* buf, size_t bytes,
                                                                         uint32_t* next) {
-  if constexpr (HEAD) mr_pdl_launch_dependents();
   if (next == nullptr) { /* a grid-stride split by thread */
     mr_clear_bytes(buf, bytes, (size_t)blockIdx.x * MR_TAIL_THREADS + threadIdx.x,
                    (size_t)gridDim.x * MR_TAIL_THREADS);
@@ -499,9 +475,7 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
                                                  cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
   if (mr_cuda_tune.clear_tail == 2) counter = nullptr; /* lab: the split by thread (v25's first form) */
-  return mr_clear_launch(false, buf, bytes, counter ? (uint32_t*)counter + MR_GX_TAIL_NEXT : nullptr, stream);
-}
-static cudaError_t mr_clear_launch(bool head, unsigned char* buf, size_t bytes, uint32_t* next, cudaStream_t stream) {
+  uint32_t* next = counter ? (uint32_t*)counter + MR_GX_TAIL_NEXT : nullptr;
   const size_t per_cta = next ? (size_t)MR_TAIL_PIECE * 16u * (MR_TAIL_THREADS / 32u)
                               : (size_t)MR_TAIL_THREADS * 16u * 4u; /* one round */
   size_t n = (bytes + per_cta - 1u) / per_cta;
@@ -516,20 +490,16 @@ static cudaError_t mr_clear_launch(bool head, unsigned char* buf, size_t bytes, 
     lc.attrs = &at;
     lc.numAttrs = 1;
   }
-  MR_TRY(cudaLaunchKernelEx(&lc, head ? mr_clear_tail_kernel<true> : mr_clear_tail_kernel<false>, buf, bytes, next));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_clear_tail_kernel, buf, bytes, next));
   return cudaSuccess;
 }
 
 template <int DT, int EPL, int L>
-static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, unsigned char* head_buf,
-                                  size_t head_bytes, cudaStream_t stream) {
+static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
-  const size_t smem = mr_gx_smem(g->E, g->R, g->k);
-  if (head_bytes != 0) /* v32: the head clear before gx (the lean barrier: the only form it has) */
-    return mr_gx_coop_launch(mr_gx_route_kernel<DT, EPL, L, true, true>, g->G, MR_GX_THREADS, smem, g->bar,
-                             MR_GX_HEAD, head_buf, head_bytes, stream, *p, *o, *g);
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, true> : mr_gx_route_kernel<DT, EPL, L, false>, g->G,
-                           MR_GX_THREADS, smem, g->bar, g->tail ? MR_GX_TAIL : 0u, nullptr, 0, stream, *p, *o, *g);
+                           MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar, g->tail ? MR_GX_TAIL : 0u,
+                           stream, *p, *o, *g);
 }
 
 /* Route by gx (mr_cuda_gx_takes said so; workspace >= mr_cuda_gx_workspace, 16-byte aligned):
@@ -537,8 +507,7 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
  * barrier word): the caller routes by the other paths. */
 extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                                int32_t* topk_ids, float* topk_weights, void* workspace,
-                                               int flags, unsigned char* head_buf, size_t head_bytes,
-                                               cudaStream_t stream) {
+                                               int flags, cudaStream_t stream) {
   mr_gx_k g;
   memset(&g, 0, sizeof g);
   g.tail = (flags & MR_GX_TAIL) != 0;
@@ -558,8 +527,8 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
   const int epl = mr_cuda_epl_bucket(cfg->num_experts); /* 4 or 8 */
   const bool bf16 = cfg->dtype == MOEROUTE_DTYPE_BF16;
 #define MR_GX_CASE(EPL, L)                                                                      \
-  return bf16 ? mr_gx_launch_t<MOEROUTE_DTYPE_BF16, EPL, L>(&p, o, &g, head_buf, head_bytes, stream)           \
-              : mr_gx_launch_t<MOEROUTE_DTYPE_FP16, EPL, L>(&p, o, &g, head_buf, head_bytes, stream)
+  return bf16 ? mr_gx_launch_t<MOEROUTE_DTYPE_BF16, EPL, L>(&p, o, &g, stream)                   \
+              : mr_gx_launch_t<MOEROUTE_DTYPE_FP16, EPL, L>(&p, o, &g, stream)
   if (epl == 4 && g.k <= 4) MR_GX_CASE(4, 4);
   if (epl == 4) MR_GX_CASE(4, 8);
   if (g.k <= 4) MR_GX_CASE(8, 4);
@@ -1034,5 +1003,5 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.zeroed = (flags & MR_GX_ZEROED) != 0;
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0; /* v24b: each form its own instantiation */
   return mr_gx_coop_launch(lean ? mr_gxs_sort_kernel<true> : mr_gxs_sort_kernel<false>, g.G, MR_GXS_THREADS, smem,
-                           g.bar, (uint32_t)flags, nullptr, 0, stream, topk_ids, topk_weights, *o, g);
+                           g.bar, (uint32_t)flags, stream, topk_ids, topk_weights, *o, g);
 }

@@ -2056,11 +2056,14 @@ static void group_thresholds(void) {
       {"sig-e256-g4", 4095, 0, 0},   /* grouped sigmoid, 8 lanes per group: approximate keys from 4096 */
       {"ssp-e160-g5", 4095, 0, 0},   /* grouped through shared memory (five groups), sqrt_softplus, fp16: exact keys */
       {"odd-257", 1023, 1, 0},       /* sqrt_softplus, k = 9, E = 257 (EPL = 16): exact keys from 1024 */
-      /* route with a moe_buf where gx takes the call without it: moe_buf by the head clear, gx beside it (v32, gx.cu
-         mr_cuda_clear_head_wanted); the paths with a moe_buf on the other side of gx's bounds */
+      /* route with a moe_buf at gx's bounds (gx takes the call without it; v32's head clear there measured slower and
+         was removed, perf-log v32): the paths with a moe_buf on both sides */
       {"ds-softmax", 1023, 2, 0},    /* moe_buf [T, model_dim] */
       {"gpt-oss-120b", 4096, 0, 0},  /* (the engine's moe_buf; 4097: the paths with a moe_buf) */
       {"sm-e160", 2047, 0, 0},       /* (fp16, E = 160, k = 6: gx on both sides) */
+      /* sigmoid rows without groups by segments of 16 lanes (v33, gate.cu mr_gate_sigseg_on): 256 < E <= 384 from
+         T = 16384 (route: the gate kernel, then gxs) */
+      {"kimi-k2", 16383, 1, 0},
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
