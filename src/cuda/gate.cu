@@ -58,6 +58,23 @@ __device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t c
 #ifndef MR_GATE_FILT_MINB
 #define MR_GATE_FILT_MINB 6
 #endif
+/* The filter forms' start (v31, v33): the bias into shared memory (32 * EPL words, 0 past E and without one), and
+ * (AK) the approximate keys' bound eps = 2^-17 + (max |b| + 1) 2^-21 (gate.cuh mr_sig_filter_row); every thread */
+template <int EPL, bool AK>
+__device__ __forceinline__ float mr_gate_sbias_eps(const mr_gate_p& p, int E, uint32_t* sbias) {
+  __shared__ uint32_t bmax_s;
+  if (threadIdx.x == 0) bmax_s = 0u;
+  __syncthreads();
+  uint32_t bm = 0u; /* max |b| as bits: non-negative floats order as their bits */
+  for (uint32_t i = threadIdx.x; i < 32u * EPL; i += blockDim.x) {
+    const uint32_t b = p.bias != NULL && (int)i < E ? __float_as_uint(p.bias[i]) : 0u;
+    sbias[i] = b;
+    bm = max(bm, b & 0x7fffffffu);
+  }
+  if (AK) atomicMax(&bmax_s, bm);
+  __syncthreads();
+  return 0x1p-17f + (__uint_as_float(bmax_s) + 1.0f) * 0x1p-21f;
+}
 template <int DT, int EPL, int KIND, int FILT>
 __device__ __forceinline__ void mr_gate_body(const mr_gate_p& p, int32_t* topk_ids, float* topk_weights,
                                              uint32_t scratch_words, int dry_warp, unsigned char* clear_buf,
@@ -84,18 +101,7 @@ __device__ __forceinline__ void mr_gate_body(const mr_gate_p& p, int32_t* topk_i
   uint32_t* sbias = mr_gate_smem + (blockDim.x >> 5) * scratch_words;
   float eps = 0.0f; /* FILT 2: the approximate keys' bound (gate.cuh mr_sig_filter_row) */
   if constexpr (FILT != 0) {
-    __shared__ uint32_t bmax_s;
-    if (threadIdx.x == 0) bmax_s = 0u;
-    __syncthreads();
-    uint32_t bm = 0u; /* max |b| as bits: non-negative floats order as their bits */
-    for (uint32_t i = threadIdx.x; i < 32u * EPL; i += blockDim.x) {
-      const uint32_t b = p.bias != NULL && (int)i < E ? __float_as_uint(p.bias[i]) : 0u;
-      sbias[i] = b;
-      bm = max(bm, b & 0x7fffffffu);
-    }
-    if (FILT == 2) atomicMax(&bmax_s, bm);
-    __syncthreads();
-    eps = 0x1p-17f + (__uint_as_float(bmax_s) + 1.0f) * 0x1p-21f;
+    eps = mr_gate_sbias_eps<EPL, FILT == 2>(p, E, sbias);
   } else if (KIND != MR_KIND_PACKED) {
     mr_load_lane<4, EPL>((const unsigned char*)p.bias, lane, E, 0u, !dry && p.bias != NULL, braw);
   }
@@ -167,18 +173,7 @@ __global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
   const int64_t T = p.num_tokens;
   const uint32_t ninf = mr_raw_neg_inf<DT>(p.f16 != 0);
   uint32_t* sbias = mr_gate_smem + nw * scratch_words;
-  __shared__ uint32_t bmax_s;
-  if (threadIdx.x == 0) bmax_s = 0u;
-  __syncthreads();
-  uint32_t bm = 0u; /* max |b| as bits */
-  for (uint32_t i = threadIdx.x; i < 32u * EPLW; i += blockDim.x) {
-    const uint32_t b = p.bias != NULL && (int)i < E ? __float_as_uint(p.bias[i]) : 0u;
-    sbias[i] = b;
-    bm = max(bm, b & 0x7fffffffu);
-  }
-  atomicMax(&bmax_s, bm);
-  __syncthreads();
-  const float eps = 0x1p-17f + (__uint_as_float(bmax_s) + 1.0f) * 0x1p-21f; /* gate.cuh mr_sig_filter_row */
+  const float eps = mr_gate_sbias_eps<EPLW, true>(p, E, sbias);
   const uint32_t sl = lane & 15u, seg = lane >> 4;
   const int64_t step = 2 * (int64_t)gridDim.x * nw;
 #pragma unroll 1
