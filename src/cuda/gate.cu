@@ -58,6 +58,15 @@ __device__ __forceinline__ void mr_gate_enter(unsigned char* clear_buf, size_t c
 #ifndef MR_GATE_FILT_MINB
 #define MR_GATE_FILT_MINB 6
 #endif
+/* The filter forms' rows: element slot i's N logits (raw, -inf past E; live = false: no access) and its N biases from
+ * the shared copy (braw): a warp lane's (slot = lane, N = EPL) or a segment lane's (slot = sl, N = EPS) */
+template <int W, int N>
+__device__ __forceinline__ void mr_load_row_sbias(const unsigned char* row, uint32_t slot, int E, uint32_t ninf,
+                                                  bool live, const uint32_t* sbias, uint32_t* raw, uint32_t* braw) {
+  mr_load_lane<W, N>(row, slot, E, ninf, live, raw);
+#pragma unroll
+  for (int r = 0; r < N; r += 4) *(uint4*)(braw + r) = *(const uint4*)(sbias + slot * N + r);
+}
 /* The filter forms' start (v31, v33): the bias into shared memory (32 * EPL words, 0 past E and without one), and
  * (AK) the approximate keys' bound eps = 2^-17 + (max |b| + 1) 2^-21 (gate.cuh mr_sig_filter_row); every thread */
 template <int EPL, bool AK>
@@ -111,13 +120,12 @@ __device__ __forceinline__ void mr_gate_body(const mr_gate_p& p, int32_t* topk_i
     const bool live = t >= 0;
     const unsigned char* row = p.logits + (live ? t : 0) * p.row_bytes;
     uint32_t raw[EPL];
-    mr_load_lane<W, EPL>(row, lane, E, ninf, live, raw);
+    if constexpr (FILT != 0)
+      mr_load_row_sbias<W, EPL>(row, lane, E, ninf, live, sbias, raw, braw);
+    else
+      mr_load_lane<W, EPL>(row, lane, E, ninf, live, raw);
     int32_t id;
     float w;
-    if constexpr (FILT != 0) {
-#pragma unroll
-      for (int r = 0; r < EPL; r += 4) *(uint4*)(braw + r) = *(const uint4*)(sbias + lane * EPL + r);
-    }
     mr_gate_row<DT, EPL, KIND, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, &id, &w, fsm, eps);
     MR_STAMP(2);
     if (live && (int)lane < k) {
@@ -182,9 +190,7 @@ __global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
     const bool live = t < T;
     const unsigned char* row = p.logits + (live ? t : t0) * p.row_bytes;
     uint32_t raw[EPS], braw[EPS];
-    mr_load_lane<W, EPS>(row, sl, E, ninf, live, raw);
-#pragma unroll
-    for (int r = 0; r < EPS; r += 4) *(uint4*)(braw + r) = *(const uint4*)(sbias + sl * EPS + r);
+    mr_load_row_sbias<W, EPS>(row, sl, E, ninf, live, sbias, raw, braw);
     int32_t id;
     float w;
     const bool ok = mr_sig_seg_row<DT, EPS>(p, lane, row, raw, braw, eps, fsm, &id, &w);
@@ -199,9 +205,7 @@ __global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
       const int64_t tf = t0 + ((__ffs(fb) - 1) >> 4);
       const unsigned char* rf = p.logits + tf * p.row_bytes;
       uint32_t rw[EPLW], bw[EPLW];
-      mr_load_lane<W, EPLW>(rf, lane, E, ninf, true, rw);
-#pragma unroll
-      for (int r = 0; r < EPLW; r += 4) *(uint4*)(bw + r) = *(const uint4*)(sbias + lane * EPLW + r);
+      mr_load_row_sbias<W, EPLW>(rf, lane, E, ninf, true, sbias, rw, bw);
       int32_t fid;
       float fw;
       mr_gate_row<DT, EPLW, MR_KIND_FULL, 2>(p, lane, rw, bw, rf, true, gbuf, gsel, &fid, &fw, fsm, eps);
