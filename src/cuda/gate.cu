@@ -194,7 +194,7 @@ __global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
     int32_t id;
     float w;
     const bool ok = mr_sig_seg_row<DT, EPS>(p, lane, row, raw, braw, eps, fsm, &id, &w);
-    w = mr_finish_weight_seg(p, w);
+    w = mr_finish_weight(p, w, 16);
     if (ok && live && (int)sl < k) {
       topk_ids[t * k + sl] = id;
       topk_weights[t * k + sl] = w;

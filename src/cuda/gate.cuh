@@ -765,8 +765,7 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
  * Returns false for the segment whose candidates exceed 16 (one per lane; ties at the bound, rows of -inf): nothing
  * of it is valid then, and the caller gates that row again by the warp-per-row form. sm: the warp's
  * MR_SIGSEG_WORDS 8-byte words (per segment 16 candidates, then 16 picks). *w: the pick's unbiased score (lanes
- * sl < k), to be finished by mr_finish_weight_seg. */
-#define MR_SIGSEG_LPR 16
+ * sl < k), to be finished by mr_finish_weight over the segment's 16 lanes. */
 #define MR_SIGSEG_WORDS 64
 template <int DT, int EPS>
 __device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane, const unsigned char* row,
@@ -819,7 +818,8 @@ __device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane
   uint32_t ci = 0u;
   if (mine_c) { /* candidate sl: its exact score and key (mr_sig_filter_row's expressions) */
     ci = (uint32_t)cand[sl];
-    const uint32_t rc = W == 4 ? __ldg((const unsigned int*)row + ci) : (uint32_t)__ldg((const unsigned short*)row + ci) << 16;
+    const uint32_t rc =
+        W == 4 ? __ldg((const unsigned int*)row + ci) : (uint32_t)__ldg((const unsigned short*)row + ci) << 16;
     const float xc = mr_clamp_logit(mr_raw_float<W>(rc, f16));
     sc = mr_score(MOEROUTE_SCORE_SIGMOID, xc, 0.0f, 1.0f);
     const float bc = p.bias != NULL ? __ldg(p.bias + ci) : 0.0f;
@@ -843,17 +843,6 @@ __device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane
   *w = sl < (uint32_t)k ? __uint_as_float((uint32_t)(pk >> 32)) : 0.0f;
   __syncwarp(); /* every pick read before the next row's candidates overwrite them */
   return ok;
-}
-/* mr_finish_weight over a segment of 16 lanes (the picks in its lanes 0 .. k-1): the same sum in pick order */
-__device__ __forceinline__ float mr_finish_weight_seg(const mr_gate_p& p, float w) {
-  if (p.renormalize) {
-    float tot = 0.0f;
-    const int k = p.top_k;
-#pragma unroll 4
-    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j, 16);
-    return (w / fmaxf(tot, 1e-20f)) * p.scale;
-  }
-  return w * p.scale;
 }
 
 /* Group scores (contract 2.4): the two largest values seen, as a multiset
@@ -895,13 +884,14 @@ __device__ __forceinline__ bool mr_group_kept(uint32_t gk, uint32_t lane, int st
 /* ---- weights ---------------------------------------------------------------------- */
 
 /* w (lanes < k: the unbiased score of pick `lane`, 0 for a -inf pick) -> final
- * weight: renormalised in pick order (design.md 5), then scaled. */
-__device__ __forceinline__ float mr_finish_weight(const mr_gate_p& p, float w) {
+ * weight: renormalised in pick order (design.md 5), then scaled. width: the lanes of a row (16: v33's segments, whose
+ * picks are in each segment's lanes 0 .. k-1). */
+__device__ __forceinline__ float mr_finish_weight(const mr_gate_p& p, float w, int width = 32) {
   if (p.renormalize) {
     float tot = 0.0f;
     const int k = p.top_k;
 #pragma unroll 4
-    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j);
+    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j, width);
     return (w / fmaxf(tot, 1e-20f)) * p.scale;
   }
   return w * p.scale;
