@@ -5,6 +5,7 @@
 #    four forms word for word, then timed (main's rule takes the segments only for 256 < E <= 384 from T = 16384);
 # 2. ncu of the segment kernel and of the warp-per-row approximate form, Kimi-K2 T = 32768 (instructions per row,
 #    registers, occupancy, issue), to place v33's miss of its prediction (81.84 us at 65536 against 45 - 55).
+# 3. (added in session 32) the segment kernel's SASS page under ncu --set full, as CSV (sigseg_sass.csv.gz).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run94.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 timeout ${GF_S:-150} $B/gxs_lab --gatefilt --models ${GMODELS:-minimax-m2,llama4-maverick} \
@@ -22,5 +23,11 @@ for skip in 2 3; do
   grep -E "mr_gate|rc=|Duration|Registers Per|Achieved Occupancy|Executed Instructions  |Issue Slots Busy" \
     $OUT/lab/ncu_$skip.log | head -12
 done
+# 3. (session 32) the segment kernel's per-instruction page: --set full of skip 3, its SASS source page as CSV
+timeout 90 ncu --clock-control none --launch-count 1 --launch-skip 3 --set full --import-source no \
+  -k regex:"mr_gate_filt_kernel|mr_gate_sigseg_kernel|mr_gate_kernel" -o $OUT/lab/sigseg \
+  $B/gxs_lab --gatefilt --no-time --models kimi-k2 --ts 32768 > $OUT/lab/ncu_full.log 2>&1; echo "rc=$?" >> $OUT/lab/ncu_full.log
+timeout 60 ncu --import $OUT/lab/sigseg.ncu-rep --page source --csv --print-source sass > $OUT/lab/sigseg_sass.csv 2>> $OUT/lab/ncu_full.log
+echo "rc=$?" >> $OUT/lab/ncu_full.log; gzip -f $OUT/lab/sigseg_sass.csv; rm -f $OUT/lab/sigseg.ncu-rep; tail -3 $OUT/lab/ncu_full.log
 echo "lab done at $((SECONDS-T0)) s"
 tar czf $OUT/lab.tgz -C $OUT lab && rm -rf $OUT/lab
