@@ -640,9 +640,12 @@ __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32
     v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
   }
   const uint32_t B = __reduce_max_sync(MR_FULL_MASK, v);
-  uint32_t c = 0u;
+  static_assert(EPL <= 32, "a lane's candidates as the bits of one word");
+  uint32_t cb = 0u; /* bit r: element r is a candidate (v33b: one word, then a loop over its bits, instead of a
+                       branch and a store per element) */
 #pragma unroll
-  for (int r = 0; r < EPL; ++r) c += key[r] >= B ? 1u : 0u;
+  for (int r = 0; r < EPL; ++r) cb |= (key[r] >= B ? 1u : 0u) << r;
+  const uint32_t c = (uint32_t)__popc(cb);
   uint32_t inc = c; /* inclusive prefix of the counts over the lanes */
 #pragma unroll
   for (int off = 1; off < 32; off <<= 1) {
@@ -652,9 +655,14 @@ __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32
   const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 31);
   if (C > 32u) return false;
   uint32_t pos = inc - c;
+#pragma unroll 1
+  for (uint32_t m = cb; m != 0u; m &= m - 1u) {
+    const int r = __ffs(m) - 1;
+    uint32_t kr = key[0]; /* key[r] by selects: r is not a constant here */
 #pragma unroll
-  for (int r = 0; r < EPL; ++r)
-    if (key[r] >= B) sm[pos++] = ((unsigned long long)key[r] << 32) | (uint32_t)~(e0 + (uint32_t)r);
+    for (int q = 1; q < EPL; ++q) kr = r == q ? key[q] : kr;
+    sm[pos++] = ((unsigned long long)kr << 32) | (uint32_t)~(e0 + (uint32_t)r);
+  }
   __syncwarp();
   const unsigned long long mine = lane < C ? sm[lane] : 0ull;
   uint32_t rank = 0u;
@@ -684,11 +692,23 @@ __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32
  * bit for bit. Returns false (warp-uniform) when more than 32 candidates pass (ties at the bound, rows of -inf);
  * the caller takes the exact keys then. x: the clamped logits (-inf past E); sm: the warp's MR_FILT_WORDS words.
  * *w: the pick's unbiased score, 0 for a pick whose key is -inf (lane < k). */
+/* The approximate key of one element (v31b, v33): sigmoid(x) by __expf and __fdividef, plus the bias b; -inf for x =
+ * -inf (past E). The score is computed for every element and -inf selected after it (v33b): written as
+ * x == -inf ? -inf : score, nvcc put each element's MUFU pair in a branch of its own (BSSY / BRA / BSYNC per element),
+ * so a lane's elements ran one after the other. */
+__device__ __forceinline__ float mr_sig_approx(float x, float b) {
+  float e, r; /* __expf(-x) and __fdividef(1, 1 + e) without their steps for subnormal values (ftz: e or r below
+                 2^-126 becomes 0, which moves the key by less than 2^-126; eps covers far more) */
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e) : "f"(x * -1.4426950408889634f));
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(1.0f + e));
+  const float s = r + b;
+  return x == -INFINITY ? -INFINITY : s;
+}
 template <int EPL>
 __device__ __forceinline__ void mr_sig_approx_keys(const float* x, const uint32_t* braw, float* a) {
 #pragma unroll
   for (int r = 0; r < EPL; ++r)
-    a[r] = x[r] == -INFINITY ? -INFINITY : __fdividef(1.0f, 1.0f + __expf(-x[r])) + __uint_as_float(braw[r]);
+    a[r] = mr_sig_approx(x[r], __uint_as_float(braw[r]));
 }
 template <int EPL>
 __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const float* x, const float* a, uint32_t lane,
@@ -707,9 +727,11 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
     v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
   }
   const float thr = mr_unord32(__reduce_max_sync(MR_FULL_MASK, v)) - 3.0f * eps; /* -inf stays -inf */
-  uint32_t c = 0u;
+  static_assert(EPL <= 32, "a lane's candidates as the bits of one word");
+  uint32_t cb = 0u; /* bit r: element r is a candidate (v33b, as in mr_top_filter) */
 #pragma unroll
-  for (int r = 0; r < EPL; ++r) c += a[r] >= thr ? 1u : 0u;
+  for (int r = 0; r < EPL; ++r) cb |= (a[r] >= thr ? 1u : 0u) << r;
+  const uint32_t c = (uint32_t)__popc(cb);
   uint32_t inc = c;
 #pragma unroll
   for (int off = 1; off < 32; off <<= 1) {
@@ -719,9 +741,14 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
   const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 31);
   if (C > 32u) return false;
   uint32_t pos = inc - c;
+#pragma unroll 1
+  for (uint32_t m = cb; m != 0u; m &= m - 1u) {
+    const int r = __ffs(m) - 1;
+    float xr = x[0]; /* x[r] by selects: r is not a constant here */
 #pragma unroll
-  for (int r = 0; r < EPL; ++r)
-    if (a[r] >= thr) sm[pos++] = ((unsigned long long)__float_as_uint(x[r]) << 32) | (e0 + (uint32_t)r);
+    for (int q = 1; q < EPL; ++q) xr = r == q ? x[q] : xr;
+    sm[pos++] = ((unsigned long long)__float_as_uint(xr) << 32) | (e0 + (uint32_t)r);
+  }
   __syncwarp();
   /* candidate `lane`: its exact score and key */
   unsigned long long mine = 0ull;
@@ -782,20 +809,29 @@ __device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane
 #pragma unroll
   for (int r = 0; r < EPS; ++r) {
     const float x = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
-    a[r] = x == -INFINITY ? -INFINITY : __fdividef(1.0f, 1.0f + __expf(-x)) + __uint_as_float(braw[r]);
+    a[r] = mr_sig_approx(x, __uint_as_float(braw[r]));
     m = fmaxf(m, a[r]);
   }
   uint32_t v = mr_ord32(m); /* >= MR_ORD_NEG_INF > 0 */
+  /* the segments' maxima by two reductions over the whole warp, each with the other segment's lanes at 0 (v33b: a
+   * reduction over the segment's mask, which differs between the two halves, took nvcc's divergent path, one
+   * WARPSYNC.COLLECTIVE per half and round) */
+  const bool hi = seg != 0u;
 #pragma unroll 1
   for (int j = 1; j < k; ++j) {
-    const uint32_t mx = __reduce_max_sync(smask, v);
-    const uint32_t b = __ballot_sync(smask, v == mx) & smask;
+    const uint32_t m0 = __reduce_max_sync(MR_FULL_MASK, hi ? 0u : v);
+    const uint32_t m1 = __reduce_max_sync(MR_FULL_MASK, hi ? v : 0u);
+    const uint32_t b = __ballot_sync(MR_FULL_MASK, v == (hi ? m1 : m0)) & smask;
     v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
   }
-  const float thr = mr_unord32(__reduce_max_sync(smask, v)) - 3.0f * eps; /* -inf stays -inf */
-  uint32_t c = 0u;
+  const uint32_t m0 = __reduce_max_sync(MR_FULL_MASK, hi ? 0u : v);
+  const uint32_t m1 = __reduce_max_sync(MR_FULL_MASK, hi ? v : 0u);
+  const float thr = mr_unord32(hi ? m1 : m0) - 3.0f * eps; /* -inf stays -inf */
+  static_assert(EPS <= 32, "a lane's candidates as the bits of one word");
+  uint32_t cb = 0u; /* bit r: element r is a candidate */
 #pragma unroll
-  for (int r = 0; r < EPS; ++r) c += a[r] >= thr ? 1u : 0u;
+  for (int r = 0; r < EPS; ++r) cb |= (a[r] >= thr ? 1u : 0u) << r;
+  const uint32_t c = (uint32_t)__popc(cb);
   uint32_t inc = c; /* inclusive prefix over the segment's lanes */
 #pragma unroll
   for (uint32_t off = 1; off < 16u; off <<= 1) {
@@ -807,9 +843,8 @@ __device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane
   unsigned long long* cand = sm + 32u * seg; /* 16 candidates, then 16 picks */
   if (ok) { /* the candidates' indices (the logits are read again below: raw need not live past the keys) */
     uint32_t pos = inc - c;
-#pragma unroll
-    for (int r = 0; r < EPS; ++r)
-      if (a[r] >= thr) cand[pos++] = e0 + (uint32_t)r;
+#pragma unroll 1
+    for (uint32_t m = cb; m != 0u; m &= m - 1u) cand[pos++] = e0 + (uint32_t)(__ffs(m) - 1); /* ~0.7 per lane */
   }
   __syncwarp();
   const bool mine_c = ok && sl < C;
