@@ -8,7 +8,7 @@
 #    once first), summary sections; with FULL=1 also --set full of the new one and its SASS page as CSV;
 # 3. memcheck of the new binary's --gatefilt check at T = 4096.
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run95.sh > $OUT/lab_summary.txt 2>&1
-mkdir -p /tmp/oldsrc && cp -r src/. /tmp/oldsrc/ && cp build-old/gate.cuh /tmp/oldsrc/cuda/gate.cuh
+mkdir -p /tmp/oldsrc && cp -r src/. /tmp/oldsrc/ && cp build-old/gate.cu* /tmp/oldsrc/cuda/ # (lab call 96: gate.cu too)
 ( /usr/local/cuda/bin/nvcc -O3 -DNDEBUG -arch=sm_90 --expt-relaxed-constexpr -std=c++17 -DMOEROUTE_WITH_CUDA=1 -Iinclude \
     -I/tmp/oldsrc -I/tmp/oldsrc/common -c /tmp/oldsrc/cuda/gate.cu -o /tmp/gate_old.o > /tmp/old_gate.log 2>&1 ) &
 OLDPID=$!
@@ -27,7 +27,7 @@ grep -E "==|gate alone|FAIL|MISMATCH|rc=|failure" $OUT/lab/gatefilt.log | sed -E
 echo "gatefilt done at $((SECONDS-T0)) s"
 NCU="ncu --clock-control none --launch-count 1 --launch-skip 3 --section SpeedOfLight --section WarpStateStats \
  --section Occupancy --section LaunchStats --section InstructionStats --section SchedulerStats"
-for bin in gxs_lab gxs_lab_old; do
+for bin in $([ "${NCU_S:-1}" = 1 ] && echo gxs_lab gxs_lab_old); do
   timeout 60 $NCU -k regex:"mr_gate_sigseg_kernel|mr_gate_filt_kernel|mr_gate_kernel" $B/$bin --gatefilt --no-time \
     --models kimi-k2 --ts 32768 > $OUT/lab/ncu_$bin.log 2>&1; echo "rc=$?" >> $OUT/lab/ncu_$bin.log
   echo "== ncu $bin"; grep -E "mr_gate|rc=|Duration|Registers Per|Achieved Occupancy|Executed Instructions  |Issue Slots Busy|No Eligible" \

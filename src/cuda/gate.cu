@@ -482,16 +482,23 @@ static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
  * warp-per-row filter on approximate keys): Kimi-K2 (E = 384: 24 elements per segment lane) T = 16384 24.35 / 27.34,
  * 65536 81.84 / 96.36 us, but 1024 9.32 / 4.90, 4096 11.57 / 9.69; GLM-4.5 (E = 160: 16 per lane, of which the last
  * six lanes hold only -inf, so the bound is loose and many rows take the warp-per-row form again) slower at every T
- * (65536 86.08 / 67.68). So: 256 < E <= 384 from T = MR_GATE_SIGSEG_T. */
+ * (65536 86.08 / 67.68). So: 256 < E <= 384 from T = MR_GATE_SIGSEG_T (v33; v33b below widens it). */
 #ifndef MR_GATE_SIGSEG_AUTO
 #define MR_GATE_SIGSEG_AUTO 1
 #endif
 #define MR_GATE_SIGSEG_T 16384
+/* v33b (lab call 95, H100, the segments / the warp-per-row approximate form, both v33b): Kimi-K2 T = 4096 8.43 / 8.53,
+ * 16384 16.60 / 24.40, 65536 55.34 / 86.19 us; MiniMax-M2 (E = 256, 16 per segment lane) 7.10 / 7.01, 14.20 / 18.17,
+ * 46.26 / 62.49; GLM-4.5 with 16 per segment lane 8.92 / 6.97, 19.36 / 18.30, 60.76 / 61.96 (a host estimate puts 16 %
+ * of its rows above 16 candidates, 1.7 % with 12 per lane: the EPS = 12 form for 128 < E <= 192, in the rule ahead of
+ * its measurement, lab call 96). Segments from E > 144 (12 per lane: at least 13 lanes live; E = 136 would leave 9.7 %
+ * of rows to the fallback by the same estimate). */
+#define MR_GATE_SIGSEG_MIN_E 144
 static int mr_gate_sigseg_on(const mr_gate_p* p, int epl) {
   const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 &&
                     mr_gate_filt_approx(p, MR_KIND_FULL);
   if (mr_cuda_tune.gate_sig_seg != 0) return mr_cuda_tune.gate_sig_seg > 0 && fits;
-  return MR_GATE_SIGSEG_AUTO && fits && p->num_experts > 256 && p->num_experts <= 384 &&
+  return MR_GATE_SIGSEG_AUTO && fits && p->num_experts > MR_GATE_SIGSEG_MIN_E && p->num_experts <= 384 &&
          p->num_tokens >= MR_GATE_SIGSEG_T;
 }
 template <int DT, int EPL, int KIND>
@@ -523,6 +530,8 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
       ls.numAttrs = lc.numAttrs;
       if (EPL == 16 && p->num_experts <= 384) /* 24 elements per segment lane: Kimi-K2 */
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 24, 16>, *p, topk_ids, topk_weights, sws));
+      else if (EPL == 8 && p->num_experts <= 192) /* 12 per segment lane (v33b): GLM-4.5's 160 on 14 of 16 lanes */
+        MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 12, 8>, *p, topk_ids, topk_weights, sws));
       else
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 2 * EPL, EPL>, *p, topk_ids, topk_weights, sws));
       return cudaSuccess;

@@ -268,7 +268,8 @@ template <int ESZ, int EPL>
 __device__ __forceinline__ void mr_load_lane(const unsigned char* base, uint32_t lane, int E, uint32_t fill, bool live,
                                              uint32_t* out) {
   constexpr int BYTES = EPL * ESZ;          /* per lane: 8 .. 128 */
-  constexpr int VB = BYTES < 16 ? BYTES : 16; /* vector bytes */
+  constexpr int VB = BYTES % 16 == 0 ? 16 : BYTES < 16 ? BYTES : 8; /* vector bytes (8 for 24: v33b's EPS = 12) */
+  static_assert(BYTES % VB == 0, "a lane's bytes in whole vectors");
   constexpr int NV = BYTES / VB;
   constexpr int PER = VB / 4;                /* 32-bit words per vector */
   const int e0 = (int)lane * EPL;
@@ -284,9 +285,9 @@ __device__ __forceinline__ void mr_load_lane(const unsigned char* base, uint32_t
         mr_ldg_words4(p + v * 16, in, 0u, w + v * 4);
       } else {
         uint2 q = make_uint2(0u, 0u);
-        if (in) q = __ldg((const uint2*)p);
-        w[0] = q.x;
-        w[1] = q.y;
+        if (in) q = __ldg((const uint2*)(p + v * 8));
+        w[v * 2] = q.x;
+        w[v * 2 + 1] = q.y;
       }
     }
 #pragma unroll
@@ -640,12 +641,9 @@ __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32
     v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
   }
   const uint32_t B = __reduce_max_sync(MR_FULL_MASK, v);
-  static_assert(EPL <= 32, "a lane's candidates as the bits of one word");
-  uint32_t cb = 0u; /* bit r: element r is a candidate (v33b: one word, then a loop over its bits, instead of a
-                       branch and a store per element) */
+  uint32_t c = 0u;
 #pragma unroll
-  for (int r = 0; r < EPL; ++r) cb |= (key[r] >= B ? 1u : 0u) << r;
-  const uint32_t c = (uint32_t)__popc(cb);
+  for (int r = 0; r < EPL; ++r) c += key[r] >= B ? 1u : 0u;
   uint32_t inc = c; /* inclusive prefix of the counts over the lanes */
 #pragma unroll
   for (int off = 1; off < 32; off <<= 1) {
@@ -655,14 +653,9 @@ __device__ __forceinline__ bool mr_top_filter(const uint32_t* key, int k, uint32
   const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 31);
   if (C > 32u) return false;
   uint32_t pos = inc - c;
-#pragma unroll 1
-  for (uint32_t m = cb; m != 0u; m &= m - 1u) {
-    const int r = __ffs(m) - 1;
-    uint32_t kr = key[0]; /* key[r] by selects: r is not a constant here */
 #pragma unroll
-    for (int q = 1; q < EPL; ++q) kr = r == q ? key[q] : kr;
-    sm[pos++] = ((unsigned long long)kr << 32) | (uint32_t)~(e0 + (uint32_t)r);
-  }
+  for (int r = 0; r < EPL; ++r)
+    if (key[r] >= B) sm[pos++] = ((unsigned long long)key[r] << 32) | (uint32_t)~(e0 + (uint32_t)r);
   __syncwarp();
   const unsigned long long mine = lane < C ? sm[lane] : 0ull;
   uint32_t rank = 0u;

@@ -1893,6 +1893,9 @@ static void group_thresholds(void) {
        "sm-e160"},
       {1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 4096,
        "sm-e1024"},
+      /* sigmoid rows by segments of 16 lanes (v33b): E = 256 with fp32 logits, 16 per segment lane */
+      {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP32, 3072,
+       "sig-e256"},
   };
   static const struct {
     const char* shape;
@@ -2061,9 +2064,11 @@ static void group_thresholds(void) {
       {"ds-softmax", 1023, 2, 0},    /* moe_buf [T, model_dim] */
       {"gpt-oss-120b", 4096, 0, 0},  /* (the engine's moe_buf; 4097: the paths with a moe_buf) */
       {"sm-e160", 2047, 0, 0},       /* (fp16, E = 160, k = 6: gx on both sides) */
-      /* sigmoid rows without groups by segments of 16 lanes (v33, gate.cu mr_gate_sigseg_on): 256 < E <= 384 from
-         T = 16384 (route: the gate kernel, then gxs) */
-      {"kimi-k2", 16383, 1, 0},
+      /* sigmoid rows without groups by segments of 16 lanes (v33, gate.cu mr_gate_sigseg_on): 144 < E <= 384 from
+         T = 16384 since v33b (route: the gate kernel, then gxs) */
+      {"kimi-k2", 16383, 1, 0},      /* 24 elements per segment lane */
+      {"glm-4.5", 16383, 1, 0},      /* E = 160: 12 per segment lane (v33b) */
+      {"sig-e256", 16383, 1, 0},     /* E = 256, fp32 logits: 16 per segment lane (v33b) */
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
