@@ -491,15 +491,19 @@ static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
  * 16384 16.60 / 24.40, 65536 55.34 / 86.19 us; MiniMax-M2 (E = 256, 16 per segment lane) 7.10 / 7.01, 14.20 / 18.17,
  * 46.26 / 62.49; GLM-4.5 with 16 per segment lane 8.92 / 6.97, 19.36 / 18.30, 60.76 / 61.96 (a host estimate puts 16 %
  * of its rows above 16 candidates, 1.7 % with 12 per lane: the EPS = 12 form for 128 < E <= 192, in the rule ahead of
- * its measurement, lab call 96). Segments from E > 144 (12 per lane: at least 13 lanes live; E = 136 would leave 9.7 %
- * of rows to the fallback by the same estimate). */
+ * its measurement in lab call 96). Segments from E > 144 (12 per lane: at least 13 lanes live; E = 136 would leave 9.7 %
+ * of rows to the fallback by the same estimate; GLM-4.5 measured in lab call 96, below). */
 #define MR_GATE_SIGSEG_MIN_E 144
+/* Lab call 96 (H100, 55ed114, the same forms): at T = 8192 the segments win for Kimi-K2 (11.14 / 13.23 us) and lose for
+ * GLM-4.5 (E = 160, 12 per lane: 10.63 / 10.10) and MiniMax-M2 (E = 256: 10.61 / 10.12); GLM-4.5 at 16384 / 65536 14.73 /
+ * 17.57, 46.11 / 59.21. So 256 < E <= 384 (24 per segment lane) from T = 8192, 144 < E <= 256 from 16384. */
+#define MR_GATE_SIGSEG_T_WIDE 8192
 static int mr_gate_sigseg_on(const mr_gate_p* p, int epl) {
   const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 &&
                     mr_gate_filt_approx(p, MR_KIND_FULL);
   if (mr_cuda_tune.gate_sig_seg != 0) return mr_cuda_tune.gate_sig_seg > 0 && fits;
   return MR_GATE_SIGSEG_AUTO && fits && p->num_experts > MR_GATE_SIGSEG_MIN_E && p->num_experts <= 384 &&
-         p->num_tokens >= MR_GATE_SIGSEG_T;
+         p->num_tokens >= (p->num_experts > 256 ? MR_GATE_SIGSEG_T_WIDE : MR_GATE_SIGSEG_T);
 }
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,

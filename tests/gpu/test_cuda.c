@@ -2065,8 +2065,9 @@ static void group_thresholds(void) {
       {"gpt-oss-120b", 4096, 0, 0},  /* (the engine's moe_buf; 4097: the paths with a moe_buf) */
       {"sm-e160", 2047, 0, 0},       /* (fp16, E = 160, k = 6: gx on both sides) */
       /* sigmoid rows without groups by segments of 16 lanes (v33, gate.cu mr_gate_sigseg_on): 144 < E <= 384 from
-         T = 16384 since v33b (route: the gate kernel, then gxs) */
-      {"kimi-k2", 16383, 1, 0},      /* 24 elements per segment lane */
+         T = 16384 since v33b, E > 256 from 8192 (route: the gate kernel, then gxs) */
+      {"kimi-k2", 8191, 1, 0},       /* 24 elements per segment lane, E > 256: from T = 8192 (v33b) */
+      {"kimi-k2", 16383, 1, 0},      /* (segments on both sides since v33b) */
       {"glm-4.5", 16383, 1, 0},      /* E = 160: 12 per segment lane (v33b) */
       {"sig-e256", 16383, 1, 0},     /* E = 256, fp32 logits: 16 per segment lane (v33b) */
   };
