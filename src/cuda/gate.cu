@@ -109,7 +109,7 @@ __device__ __forceinline__ void mr_gate_body(const mr_gate_p& p, int32_t* topk_i
   /* FILT: the bias, 0 past E (and without one), after the warps' scratch */
   uint32_t* sbias = mr_gate_smem + (blockDim.x >> 5) * scratch_words;
   float eps = 0.0f; /* FILT 2: the approximate keys' bound (gate.cuh mr_sig_filter_row) */
-  if constexpr (FILT != 0) {
+  if constexpr (FILT != 0 && KIND != MR_KIND_PACKED) { /* (PACKED rows have no bias) */
     eps = mr_gate_sbias_eps<EPL, FILT == 2>(p, E, sbias);
   } else if (KIND != MR_KIND_PACKED) {
     mr_load_lane<4, EPL>((const unsigned char*)p.bias, lane, E, 0u, !dry && p.bias != NULL, braw);
@@ -120,7 +120,7 @@ __device__ __forceinline__ void mr_gate_body(const mr_gate_p& p, int32_t* topk_i
     const bool live = t >= 0;
     const unsigned char* row = p.logits + (live ? t : 0) * p.row_bytes;
     uint32_t raw[EPL];
-    if constexpr (FILT != 0)
+    if constexpr (FILT != 0 && KIND != MR_KIND_PACKED)
       mr_load_row_sbias<W, EPL>(row, lane, E, ninf, live, sbias, raw, braw);
     else
       mr_load_lane<W, EPL>(row, lane, E, ninf, live, raw);
@@ -505,6 +505,16 @@ static int mr_gate_sigseg_on(const mr_gate_p* p, int epl) {
   return MR_GATE_SIGSEG_AUTO && fits && p->num_experts > MR_GATE_SIGSEG_MIN_E && p->num_experts <= 384 &&
          p->num_tokens >= (p->num_experts > 256 ? MR_GATE_SIGSEG_T_WIDE : MR_GATE_SIGSEG_T);
 }
+/* v34: the 16-bit softmax rows with 16 elements per lane (256 < E <= 512: Qwen3-Next; no segment form there) pick by
+ * the filter (gate.cuh mr_top_filter on the packed keys, which are unique) from T = MR_GATE_FILT_T_PACKED, k <= 16: the
+ * merge of 16-key lists (k = 9 - 16) is most of such a row. Predicted, not yet measured (lab call 97): knob gate_filt
+ * as for the fp32-key rows (0 this rule, -1 never, > 0 from that T). */
+#define MR_GATE_FILT_T_PACKED 1024
+static int mr_gate_filt_packed_on(const mr_gate_p* p, int epl) {
+  const int knob = mr_cuda_tune.gate_filt;
+  if (epl != 16 || p->top_k > 16 || knob < 0) return 0;
+  return p->num_tokens >= (knob > 0 ? (int64_t)knob : (int64_t)MR_GATE_FILT_T_PACKED);
+}
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,
                                     unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
@@ -518,9 +528,10 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   const int64_t grid = mr_gate_grid((T + live - 1) / live, (int64_t)mr_cuda_sm_count() * 64, warps * 32u);
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
   const unsigned clear = clear_bytes > 0 ? 2u * (unsigned)mr_cuda_clear_ctas(clear_bytes, 256) : 0u;
-  const bool filt = KIND != MR_KIND_PACKED && mr_gate_filt_on(p, KIND, EPL);
+  const bool filt = KIND != MR_KIND_PACKED ? mr_gate_filt_on(p, KIND, EPL) : mr_gate_filt_packed_on(p, EPL);
   if (filt) sw += 2u * MR_FILT_WORDS; /* the filter's words after the warp's scratch (sw: a multiple of 4) */
-  const size_t smem = ((size_t)sw * warps + (filt ? 32u * EPL : 0u)) * 4u; /* FILT: the bias after the scratch */
+  const size_t smem = ((size_t)sw * warps + (filt && KIND != MR_KIND_PACKED ? 32u * EPL : 0u)) * 4u; /* FILT: the bias
+                                                                                                         after the scratch */
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)grid + clear, warps * 32u, smem, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
@@ -550,6 +561,13 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
       else
         MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_filt_kernel<DT, EPL, KIND, 1>, *p, topk_ids, topk_weights, sw,
                                   warm ? (int)live : -1, clear_buf, clear_bytes, clear));
+      return cudaSuccess;
+    }
+  }
+  if constexpr (KIND == MR_KIND_PACKED && EPL == 16 && DT != MOEROUTE_DTYPE_FP32) {
+    if (filt) { /* v34 */
+      MR_TRY(cudaLaunchKernelEx(&lc, mr_gate_filt_kernel<DT, EPL, KIND, 1>, *p, topk_ids, topk_weights, sw,
+                                warm ? (int)live : -1, clear_buf, clear_bytes, clear));
       return cudaSuccess;
     }
   }

@@ -927,9 +927,9 @@ __device__ __forceinline__ float mr_finish_weight(const mr_gate_p& p, float w, i
 
 /* ---- PACKED ------------------------------------------------------------------------- */
 
-template <int DT, int EPL>
+template <int DT, int EPL, int FILT = 0> /* FILT: the picks by mr_top_filter first (v34, 256 < E <= 512 at large T) */
 __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane, const uint32_t* raw, int32_t* out_id,
-                                               float* out_w) {
+                                               float* out_w, unsigned long long* fsm = nullptr) {
   constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
   constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
   uint32_t key[EPL];
@@ -953,9 +953,17 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   const int k = p.top_k;
   float max = 0.0f, sum = 0.0f;
   uint32_t my_key = 0u;
+  bool filtered = false;
+  if (FILT != 0 && k <= 16) { /* v34: the keys are unique (the index in the low half), so the filter's picks are the
+                                 merge's, in the same order; false (warp-uniform) for more than 32 candidates */
+    int32_t fid;
+    filtered = mr_top_filter<EPL>(key, k, lane, fsm, &fid, &my_key);
+  }
   if (k <= 16) { /* v4: bitonic merges */
     uint32_t m;
-    if (k <= 4) {
+    if (filtered) {
+      m = __shfl_sync(MR_FULL_MASK, my_key, 0); /* pick 0: the row maximum */
+    } else if (k <= 4) {
       uint32_t top[4];
       mr_warp_top<uint32_t, EPL, 4>(key, top);
       m = top[0];
@@ -1731,7 +1739,7 @@ __device__ __forceinline__ void mr_gate_row(const mr_gate_p& p, uint32_t lane, c
                                             unsigned char* gsel, int32_t* id, float* w,
                                             unsigned long long* fsm = nullptr, float eps = 0.0f) {
   if (KIND == MR_KIND_PACKED)
-    mr_gate_packed<DT, EPL>(p, lane, raw, id, w);
+    mr_gate_packed<DT, EPL, FILT>(p, lane, raw, id, w, fsm);
   else
     mr_gate_full<DT, EPL, KIND == MR_KIND_GROUPED, FILT>(p, lane, raw, braw, row, live, gbuf, gsel, id, w, fsm, eps);
 }

@@ -2070,6 +2070,10 @@ static void group_thresholds(void) {
       {"kimi-k2", 16383, 1, 0},      /* (segments on both sides since v33b) */
       {"glm-4.5", 16383, 1, 0},      /* E = 160: 12 per segment lane (v33b) */
       {"sig-e256", 16383, 1, 0},     /* E = 256, fp32 logits: 16 per segment lane (v33b) */
+      /* 16-bit softmax rows with 16 elements per lane by the filter (v34, gate.cu mr_gate_filt_packed_on): from
+         T = 1024 in the gate kernel (the chain; route with a moe_buf) */
+      {"qwen3-next", 1023, 1, 0},
+      {"qwen3-next", 1023, 0, 0},
   };
   uint64_t idx = 0;
   for (int i = 0; i < NUM(C); i++)
