@@ -1100,6 +1100,21 @@ static int tcl_lib_c(const Case* c) {
   return mr_cuda_tiny_cluster_c(&cfg, &a);
 }
 
+/* TCL_SHAPES=a,b (session 32): --tcl on the named shapes alone (every shape without it) */
+static int tcl_wanted(const char* name) {
+  const char* w = getenv("TCL_SHAPES");
+  if (!w || !*w) return 1;
+  const size_t n = strlen(name);
+  for (const char* q = w; *q;) {
+    const char* e = strchr(q, ',');
+    const size_t m = e ? (size_t)(e - q) : strlen(q);
+    if (m == n && !strncmp(q, name, n)) return 1;
+    if (!e) break;
+    q = e + 1;
+  }
+  return 0;
+}
+
 static int tcl(void) {
   if (mr_cuda_no_cluster()) {
     fprintf(stderr, "--tcl: MOEROUTE_CUDA_NO_CLUSTER is set, the cluster form cannot run\n");
@@ -1107,7 +1122,7 @@ static int tcl(void) {
   }
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  static const int TS[] = {1, 2, 3, 4, 6, 8, 9, 12, 16, 24, 32};
+  static const int TS[] = {1, 2, 3, 4, 6, 8, 9, 10, 11, 12, 13, 14, 16, 24, 32}; /* (10, 11, 13, 14: session 32) */
   static const int CS[] = {1, 2, 4, 8};
   const int nt = (int)(sizeof TS / sizeof TS[0]);
   const Shape* all[NSH + NPK + NRW];
@@ -1123,6 +1138,7 @@ static int tcl(void) {
         for (int ti = 0; ti < nt; ++ti)
           for (int kind = 0; kind < (g_tm_quick ? 1 : 4); ++kind) {
             const int T = TS[ti], wide = si < NSH && !wf;
+            if (!tcl_wanted(all[si]->name)) continue;
             if (!tcl_applies(all[si], wide, T, 8) || (g_tm_quick && (ui || (T != 1 && T != 3 && T != 16)))) continue;
             mr_cuda_tune.tiny_wide = wf ? -1 : 0;
             Case c;
@@ -1166,7 +1182,7 @@ static int tcl(void) {
   for (int si = 0; si < ns; ++si)
     for (int ti = 0; ti < nt; ++ti) {
       const int T = TS[ti], wide = si < NSH;
-      if (!tcl_applies(all[si], wide, T, 8)) continue;
+      if (!tcl_wanted(all[si]->name) || !tcl_applies(all[si], wide, T, 8)) continue;
       Case c;
       make_case(&c, all[si], T, 0);
       double r[6];
