@@ -3,14 +3,15 @@
 # 1. wide_lab --tcl: tiny.cu's cluster form against the route without it (bits, then the kernel metric at
 #    T = 1 - 32, every shape; the question: grouped DeepSeek-R1 at T = 9 - 16, where results runs 54 / 56 / 57 have
 #    route 1.5 - 3 % above the chain at T = 12, and whether the wide rows' cluster bound should stop at T = 8 for
-#    grouped rows);
+#    grouped rows; TCL_SHAPES limits the shapes, T = 9 - 14 each since 310c7bc);
 # 2. ncu of v34's gate kernel (`mr_gate_filt_kernel<BF16, 16, PACKED, 1>`, Qwen3-Next T = 32768: --gatefilt's check
 #    launches the merge form first, then the filter: skip 1) and of v33b's segment kernel (Kimi-K2 T = 32768, skip 3 as
 #    lab_run95 did), summary sections; with FULL=1 also the segment kernel's SASS page as CSV.
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run98.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab > $OUT/lab/wide_build.log 2>&1
-timeout ${TCL_S:-150} $B/wide_lab --tcl > $OUT/lab/tcl.log 2>&1; echo "rc=$?" >> $OUT/lab/tcl.log
+TCL_SHAPES=${TCL_SHAPES-deepseek-r1,kimi-k2,glm-4.5,minimax-m2} timeout ${TCL_S:-150} $B/wide_lab --tcl > $OUT/lab/tcl.log 2>&1
+echo "rc=$?" >> $OUT/lab/tcl.log
 grep -E "check:|MISMATCH|rc=" $OUT/lab/tcl.log | head -5
 grep -E "^(deepseek-r1|kimi-k2|glm-4.5|minimax-m2) " $OUT/lab/tcl.log | head -40
 NCU="ncu --clock-control none --launch-count 1 --section SpeedOfLight --section WarpStateStats --section Occupancy \
