@@ -453,7 +453,9 @@ typedef struct mr_cuda_tuning {
                             a filter on the k-th largest lane maximum and a rank count in shared memory instead of
                             the merge of truncated keys (v31, gate.cuh mr_top_filter): 0 = auto (gate.cu
                             mr_gate_filt_on: from T = 4096, 1024 for 256 < E <= 512 and for sigmoid rows without groups), -1 = never, > 0 =
-                            from this T. The same bits either way */
+                            from this T. Since v34 also the 16-bit softmax rows with 16 elements per lane (PACKED,
+                            256 < E <= 512, k <= 16: gate.cu mr_gate_filt_packed_on, auto from T = 1024). The same bits
+                            either way */
   int gate_filt_approx;  /* where the filter runs, sigmoid rows without groups or with groups in whole lanes (v31c)
                             filter on approximate keys first
                             (ex2.approx / rcp.approx, within a bound of the exact ones) and compute exact keys for
@@ -461,9 +463,8 @@ typedef struct mr_cuda_tuning {
                             (the exact keys of every element). The same bits either way */
   int gate_sig_seg;      /* v33: where the filter on approximate keys takes sigmoid rows without groups (E 128 - 512,
                             k <= 16), those rows by segments of 16 lanes, two per warp (gate.cu mr_gate_sigseg_kernel)
-                            instead of a warp per row: 0 = auto (gate.cu mr_gate_sigseg_on: 256 < E <= 384 from
-                            T = 16384), 1 = on, -1 = off. The
-                            same bits either way */
+                            instead of a warp per row: 0 = auto (gate.cu mr_gate_sigseg_on, v33b: 144 < E <= 384,
+                            k <= 8, from T = 16384, E > 256 from 8192), 1 = on, -1 = off. The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */

@@ -502,8 +502,13 @@ static int mr_gate_sigseg_on(const mr_gate_p* p, int epl) {
   const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 &&
                     mr_gate_filt_approx(p, MR_KIND_FULL);
   if (mr_cuda_tune.gate_sig_seg != 0) return mr_cuda_tune.gate_sig_seg > 0 && fits;
-  return MR_GATE_SIGSEG_AUTO && fits && p->num_experts > MR_GATE_SIGSEG_MIN_E && p->num_experts <= 384 &&
-         p->num_tokens >= (p->num_experts > 256 ? MR_GATE_SIGSEG_T_WIDE : MR_GATE_SIGSEG_T);
+  /* the segment lanes that hold an expert (the EPS mr_launch_gate_t takes): with k of them or more the bound is
+   * -inf and every row falls back (session 32's review); k <= 8 is what lab calls 93 - 96 measured, with at least 4
+   * live lanes beyond k (GLM-4.5: 14 lanes, k = 8; host estimate 1.7 % of rows to the fallback) */
+  const int E = p->num_experts, eps = epl == 16 && E <= 384 ? 24 : epl == 8 && E <= 192 ? 12 : 2 * epl;
+  const int live = (E + eps - 1) / eps;
+  return MR_GATE_SIGSEG_AUTO && fits && E > MR_GATE_SIGSEG_MIN_E && E <= 384 && p->top_k <= 8 && p->top_k + 4 <= live &&
+         p->num_tokens >= (E > 256 ? MR_GATE_SIGSEG_T_WIDE : MR_GATE_SIGSEG_T);
 }
 /* v34: the 16-bit softmax rows with 16 elements per lane (256 < E <= 512: Qwen3-Next; no segment form there) pick by
  * the filter (gate.cuh mr_top_filter on the packed keys, which are unique) from T = MR_GATE_FILT_T_PACKED, k <= 16: the

@@ -780,8 +780,9 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
  * holds elements sl * EPS .. + EPS - 1 (-inf past E) and their biases (braw). The same proof as mr_sig_filter_row:
  * B, the k-th largest of the segment's 16 lane maxima of the approximate keys (k <= 16), has k elements at or above
  * it, so the row's top k have approximate keys >= B - 2 eps, and the candidates are the elements >= B - 3 eps, ranked
- * by exact key and index: the same picks and weights, bit for bit. Segments are tiles of 16 lanes (the reductions
- * and ballots take the segment's mask, as cooperative groups' tiles do; both segments run every step together).
+ * by exact key and index: the same picks and weights, bit for bit. Segments are tiles of 16 lanes; both segments run
+ * every step together (the maxima by two reductions over the whole warp, each with the other half's lanes at 0, v33b;
+ * the ballots over the whole warp, masked to the segment afterwards).
  * Returns false for the segment whose candidates exceed 16 (one per lane; ties at the bound, rows of -inf): nothing
  * of it is valid then, and the caller gates that row again by the warp-per-row form. sm: the warp's
  * MR_SIGSEG_WORDS 8-byte words (per segment 16 candidates, then 16 picks). *w: the pick's unbiased score (lanes

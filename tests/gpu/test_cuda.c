@@ -1896,6 +1896,8 @@ static void group_thresholds(void) {
       /* sigmoid rows by segments of 16 lanes (v33b): E = 256 with fp32 logits, 16 per segment lane */
       {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP32, 3072,
        "sig-e256"},
+      {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_FP16, 5120,
+       "sig-e160-h"},
   };
   static const struct {
     const char* shape;
@@ -2070,6 +2072,7 @@ static void group_thresholds(void) {
       {"kimi-k2", 16383, 1, 0},      /* (segments on both sides since v33b) */
       {"glm-4.5", 16383, 1, 0},      /* E = 160: 12 per segment lane (v33b) */
       {"sig-e256", 16383, 1, 0},     /* E = 256, fp32 logits: 16 per segment lane (v33b) */
+      {"sig-e160-h", 16383, 1, 0},   /* E = 160, fp16 logits: 12 per segment lane in 8-byte vectors (v33b) */
       /* 16-bit softmax rows with 16 elements per lane by the filter (v34, gate.cu mr_gate_filt_packed_on): from
          T = 1024 in the gate kernel (the chain; route with a moe_buf) */
       {"qwen3-next", 1023, 1, 0},
@@ -2169,6 +2172,34 @@ static void group_special(void) {
         tc.p.scale = v == 2 ? 2.5f : 1.0f;
         if (v == 3 || (v == 1 && si % 2)) tc.p.logits_row_stride = seg[si].E + 5; /* unaligned rows: scalar loads */
         tc.p.moe_buf_bytes = (size_t)tc.p.num_tokens * 64 + 5;
+        run_case_timed(&tc, "special", 0);
+      }
+  /* the gate kernel's filter forms at large T on ties and NaN / inf rows (session 32's review): 16-bit softmax rows
+   * with 16 elements per lane by the packed filter (v34: 256 < E <= 512 from T = 1024; k = 10, 2, 16; its merge
+   * fallback where more than 32 candidates pass), and sigmoid rows by segments of 16 lanes (v33b: E = 160 with 12
+   * elements per segment lane, 256 with 16, 384 with 24; their warp-per-row fallback), bf16 and fp16, some rows at an
+   * unaligned stride (scalar loads) */
+  static const struct {
+    int32_t E, k;
+    moeroute_score sc;
+    int bias;
+    int64_t T;
+  } flt[] = {{512, 10, MOEROUTE_SCORE_SOFTMAX, 0, 1024}, {512, 2, MOEROUTE_SCORE_SOFTMAX, 0, 1024},
+             {300, 16, MOEROUTE_SCORE_SOFTMAX, 0, 2048}, {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 16384},
+             {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 16384}, {384, 8, MOEROUTE_SCORE_SIGMOID, 1, 8192}};
+  static const logits_kind flt_kinds[] = {LG_TIES, LG_NONFINITE};
+  for (int ki = 0; ki < NUM(flt_kinds); ki++)
+    for (int fi = 0; fi < NUM(flt); fi++)
+      for (int v = 0; v < 2; v++) {
+        if (q && (ki + fi + v) % 3) continue;
+        tcase tc;
+        special_base(&tc, flt[fi].E, flt[fi].k, flt[fi].T, flt[fi].sc, v ? MOEROUTE_DTYPE_FP16 : MOEROUTE_DTYPE_BF16,
+                     flt_kinds[ki], case_seed(13, idx++));
+        tc.has_bias = flt[fi].bias;
+        tc.bias_ties = flt_kinds[ki] == LG_TIES;
+        tc.p.renormalize = flt[fi].sc == MOEROUTE_SCORE_SIGMOID || (fi + v) % 2;
+        if (v == 1 && fi % 2) tc.p.logits_row_stride = flt[fi].E + 3;
+        tc.p.moe_buf_bytes = (size_t)flt[fi].T * 64 + 5;
         run_case_timed(&tc, "special", 0);
       }
   /* a hot expert every token picks, at decode and prefill sizes, several U */
