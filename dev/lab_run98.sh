@@ -14,6 +14,10 @@ TCL_SHAPES=${TCL_SHAPES-deepseek-r1,kimi-k2,glm-4.5,minimax-m2} timeout ${TCL_S:
 echo "rc=$?" >> $OUT/lab/tcl.log
 grep -E "check:|MISMATCH|rc=" $OUT/lab/tcl.log | head -5
 grep -E "^(deepseek-r1|kimi-k2|glm-4.5|minimax-m2) " $OUT/lab/tcl.log | head -40
+# 3. (v35, the lab form) grouped DeepSeek-R1 by segments: gxs_lab --gatefilt's fourth form, word for word against the
+#    merge, then timed
+timeout ${GF_S:-60} $B/gxs_lab --gatefilt --models deepseek-r1 --ts ${GTS:-4096,16384,65536} > $OUT/lab/gatefilt_grouped.log 2>&1
+echo "rc=$?" >> $OUT/lab/gatefilt_grouped.log; grep -E "gate alone|FAIL|MISMATCH|rc=|failure" $OUT/lab/gatefilt_grouped.log | sed -E 's/  +/ /g'
 NCU="ncu --clock-control none --launch-count 1 --section SpeedOfLight --section WarpStateStats --section Occupancy \
  --section LaunchStats --section InstructionStats --section SchedulerStats"
 timeout 60 $NCU --launch-skip 1 -k regex:"mr_gate_filt_kernel|mr_gate_kernel" $B/gxs_lab --gatefilt --no-time \

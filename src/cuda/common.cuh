@@ -464,7 +464,9 @@ typedef struct mr_cuda_tuning {
   int gate_sig_seg;      /* v33: where the filter on approximate keys takes sigmoid rows without groups (E 128 - 512,
                             k <= 16), those rows by segments of 16 lanes, two per warp (gate.cu mr_gate_sigseg_kernel)
                             instead of a warp per row: 0 = auto (gate.cu mr_gate_sigseg_on, v33b: 144 < E <= 384,
-                            k <= 8, from T = 16384, E > 256 from 8192), 1 = on, -1 = off. The same bits either way */
+                            k <= 8, from T = 16384, E > 256 from 8192), 1 = on (also grouped rows whose groups are
+                            whole segment lanes: v35's lab form, not in the automatic rule), -1 = off. The same bits
+                            either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */

@@ -165,7 +165,7 @@ __global__ void __launch_bounds__(128, EPL <= 16 ? MR_GATE_FILT_MINB : 1)
  * candidates (the filter on approximate keys, then its own fallbacks). Shared memory as the filter form's: each warp's
  * scratch (its last MR_SIGSEG_WORDS 8-byte words the segments' candidates and picks, the first MR_FILT_WORDS of them the
  * warp-per-row filter's), then the bias (0 past E). */
-template <int DT, int EPS, int EPLW>
+template <int DT, int EPS, int EPLW, int KIND = MR_KIND_FULL> /* GROUPED: the lab form (gate.cuh mr_sig_seg_row GR) */
 __global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
     mr_gate_sigseg_kernel(const __grid_constant__ mr_gate_p p, int32_t* topk_ids, float* topk_weights,
                           uint32_t scratch_words) {
@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
     mr_load_row_sbias<W, EPS>(row, sl, E, ninf, live, sbias, raw, braw);
     int32_t id;
     float w;
-    const bool ok = mr_sig_seg_row<DT, EPS>(p, lane, row, raw, braw, eps, fsm, &id, &w);
+    const bool ok = mr_sig_seg_row<DT, EPS, KIND == MR_KIND_GROUPED>(p, lane, row, raw, braw, eps, fsm, &id, &w);
     w = mr_finish_weight(p, w, 16);
     if (ok && live && (int)sl < k) {
       topk_ids[t * k + sl] = id;
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(128, MR_GATE_FILT_MINB)
       mr_load_row_sbias<W, EPLW>(rf, lane, E, ninf, true, sbias, rw, bw);
       int32_t fid;
       float fw;
-      mr_gate_row<DT, EPLW, MR_KIND_FULL, 2>(p, lane, rw, bw, rf, true, gbuf, gsel, &fid, &fw, fsm, eps);
+      mr_gate_row<DT, EPLW, KIND, 2>(p, lane, rw, bw, rf, true, gbuf, gsel, &fid, &fw, fsm, eps);
       if ((int)lane < k) {
         topk_ids[tf * k + lane] = fid;
         topk_weights[tf * k + lane] = fw;
@@ -498,10 +498,12 @@ static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
  * GLM-4.5 (E = 160, 12 per lane: 10.63 / 10.10) and MiniMax-M2 (E = 256: 10.61 / 10.12); GLM-4.5 at 16384 / 65536 14.73 /
  * 17.57, 46.11 / 59.21. So 256 < E <= 384 (24 per segment lane) from T = 8192, 144 < E <= 256 from 16384. */
 #define MR_GATE_SIGSEG_T_WIDE 8192
-static int mr_gate_sigseg_on(const mr_gate_p* p, int epl) {
-  const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 &&
-                    mr_gate_filt_approx(p, MR_KIND_FULL);
+static int mr_gate_sigseg_on(const mr_gate_p* p, int epl, int kind) {
+  /* grouped rows (the lab form, knob 1 only): groups of at least two warp lanes, so whole segment lanes at 2 EPL */
+  const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 && mr_gate_filt_approx(p, kind) &&
+                    (kind == MR_KIND_FULL || (kind == MR_KIND_GROUPED && p->group_reg_lanes >= 2));
   if (mr_cuda_tune.gate_sig_seg != 0) return mr_cuda_tune.gate_sig_seg > 0 && fits;
+  if (kind != MR_KIND_FULL) return 0;
   /* the segment lanes that hold an expert (the EPS mr_launch_gate_t takes): with k of them or more the bound is
    * -inf and every row falls back (session 32's review); k <= 8 is what lab calls 93 - 96 measured, with at least 4
    * live lanes beyond k (GLM-4.5: 14 lanes, k = 8; host estimate 1.7 % of rows to the fallback) */
@@ -541,14 +543,16 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
   mr_decode_pdl(&lc, attr, &na);
-  if constexpr (KIND == MR_KIND_FULL && EPL >= 4 && EPL <= 16) {
-    if (filt && clear == 0u && mr_gate_sigseg_on(p, EPL)) { /* v33: sigmoid rows by segments of 16 lanes */
+  if constexpr ((KIND == MR_KIND_FULL || KIND == MR_KIND_GROUPED) && EPL >= 4 && EPL <= 16) {
+    if (filt && clear == 0u && mr_gate_sigseg_on(p, EPL, KIND)) { /* v33: sigmoid rows by segments of 16 lanes */
       const uint32_t sws = sw - 2u * MR_FILT_WORDS + 2u * MR_SIGSEG_WORDS;
       const int64_t gs = mr_gate_grid((T + 7) / 8, (int64_t)mr_cuda_sm_count() * 64, 128u); /* 2 rows per warp */
       cudaLaunchConfig_t ls = mr_launch_config((unsigned)gs, 128u, ((size_t)sws * 4u + 32u * EPL) * 4u, stream);
       ls.attrs = lc.attrs;
       ls.numAttrs = lc.numAttrs;
-      if (EPL == 16 && p->num_experts <= 384) /* 24 elements per segment lane: Kimi-K2 */
+      if constexpr (KIND == MR_KIND_GROUPED) /* the lab form: 2 EPL per segment lane (whole lanes per group) */
+        MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 2 * EPL, EPL, KIND>, *p, topk_ids, topk_weights, sws));
+      else if (EPL == 16 && p->num_experts <= 384) /* 24 elements per segment lane: Kimi-K2 */
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 24, 16>, *p, topk_ids, topk_weights, sws));
       else if (EPL == 8 && p->num_experts <= 192) /* 12 per segment lane (v33b): GLM-4.5's 160 on 14 of 16 lanes */
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 12, 8>, *p, topk_ids, topk_weights, sws));

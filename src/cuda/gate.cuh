@@ -773,107 +773,6 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
   return true;
 }
 
-/* ---- v33: sigmoid rows without groups by segments of 16 lanes (large T: targets.md L6, knob gate_sig_seg) ----------
- * v31b's row (mr_sig_filter_row) with the row over the 16 lanes of a half warp instead of 32: a warp gates two rows at
- * once, so every step that does not scale with the elements (the bound's k - 1 rounds, the counts' scan, the exact
- * keys of the candidates, their ranks, the weights' sum) serves two rows per instruction. Lane sl of segment seg
- * holds elements sl * EPS .. + EPS - 1 (-inf past E) and their biases (braw). The same proof as mr_sig_filter_row:
- * B, the k-th largest of the segment's 16 lane maxima of the approximate keys (k <= 16), has k elements at or above
- * it, so the row's top k have approximate keys >= B - 2 eps, and the candidates are the elements >= B - 3 eps, ranked
- * by exact key and index: the same picks and weights, bit for bit. Segments are tiles of 16 lanes; both segments run
- * every step together (the maxima by two reductions over the whole warp, each with the other half's lanes at 0, v33b;
- * the ballots over the whole warp, masked to the segment afterwards).
- * Returns false for the segment whose candidates exceed 16 (one per lane; ties at the bound, rows of -inf): nothing
- * of it is valid then, and the caller gates that row again by the warp-per-row form. sm: the warp's
- * MR_SIGSEG_WORDS 8-byte words (per segment 16 candidates, then 16 picks). *w: the pick's unbiased score (lanes
- * sl < k), to be finished by mr_finish_weight over the segment's 16 lanes. */
-#define MR_SIGSEG_WORDS 64
-template <int DT, int EPS>
-__device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane, const unsigned char* row,
-                                               const uint32_t* raw, const uint32_t* braw, float eps,
-                                               unsigned long long* sm, int32_t* id, float* w) {
-  constexpr int W = MR_ESZ(DT);
-  const int k = p.top_k;
-  const bool f16 = p.f16 != 0;
-  const uint32_t sl = lane & 15u, seg = lane >> 4;
-  const uint32_t smask = 0xffffu << (16u * seg);
-  const uint32_t e0 = sl * (uint32_t)EPS;
-  float a[EPS];
-  float m = -INFINITY;
-#pragma unroll
-  for (int r = 0; r < EPS; ++r) {
-    const float x = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
-    a[r] = mr_sig_approx(x, __uint_as_float(braw[r]));
-    m = fmaxf(m, a[r]);
-  }
-  uint32_t v = mr_ord32(m); /* >= MR_ORD_NEG_INF > 0 */
-  /* the segments' maxima by two reductions over the whole warp, each with the other segment's lanes at 0 (v33b: a
-   * reduction over the segment's mask, which differs between the two halves, took nvcc's divergent path, one
-   * WARPSYNC.COLLECTIVE per half and round) */
-  const bool hi = seg != 0u;
-#pragma unroll 1
-  for (int j = 1; j < k; ++j) {
-    const uint32_t m0 = __reduce_max_sync(MR_FULL_MASK, hi ? 0u : v);
-    const uint32_t m1 = __reduce_max_sync(MR_FULL_MASK, hi ? v : 0u);
-    const uint32_t b = __ballot_sync(MR_FULL_MASK, v == (hi ? m1 : m0)) & smask;
-    v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
-  }
-  const uint32_t m0 = __reduce_max_sync(MR_FULL_MASK, hi ? 0u : v);
-  const uint32_t m1 = __reduce_max_sync(MR_FULL_MASK, hi ? v : 0u);
-  const float thr = mr_unord32(hi ? m1 : m0) - 3.0f * eps; /* -inf stays -inf */
-  static_assert(EPS <= 32, "a lane's candidates as the bits of one word");
-  uint32_t cb = 0u; /* bit r: element r is a candidate */
-#pragma unroll
-  for (int r = 0; r < EPS; ++r) cb |= (a[r] >= thr ? 1u : 0u) << r;
-  const uint32_t c = (uint32_t)__popc(cb);
-  uint32_t inc = c; /* inclusive prefix over the segment's lanes */
-#pragma unroll
-  for (uint32_t off = 1; off < 16u; off <<= 1) {
-    const uint32_t t = __shfl_up_sync(MR_FULL_MASK, inc, off, 16);
-    inc += sl >= off ? t : 0u;
-  }
-  const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 15, 16);
-  const bool ok = C <= 16u;
-  unsigned long long* cand = sm + 32u * seg; /* 16 candidates, then 16 picks */
-  if (ok) { /* the candidates' indices (the logits are read again below: raw need not live past the keys) */
-    uint32_t pos = inc - c;
-#pragma unroll 1
-    for (uint32_t m = cb; m != 0u; m &= m - 1u) cand[pos++] = e0 + (uint32_t)(__ffs(m) - 1); /* ~0.7 per lane */
-  }
-  __syncwarp();
-  const bool mine_c = ok && sl < C;
-  unsigned long long mine = 0ull;
-  float sc = 0.0f;
-  uint32_t ci = 0u;
-  if (mine_c) { /* candidate sl: its exact score and key (mr_sig_filter_row's expressions) */
-    ci = (uint32_t)cand[sl];
-    const uint32_t rc =
-        W == 4 ? __ldg((const unsigned int*)row + ci) : (uint32_t)__ldg((const unsigned short*)row + ci) << 16;
-    const float xc = mr_clamp_logit(mr_raw_float<W>(rc, f16));
-    sc = mr_score(MOEROUTE_SCORE_SIGMOID, xc, 0.0f, 1.0f);
-    const float bc = p.bias != NULL ? __ldg(p.bias + ci) : 0.0f;
-    const uint32_t key = xc == -INFINITY ? MR_ORD_NEG_INF : mr_ord32(sc + bc);
-    sc = key == MR_ORD_NEG_INF ? 0.0f : sc; /* design.md 4: a -inf pick weighs 0 */
-    mine = ((unsigned long long)key << 32) | (uint32_t)~ci;
-  }
-  __syncwarp(); /* every candidate read before the keys overwrite them */
-  if (mine_c) cand[sl] = mine;
-  __syncwarp();
-  uint32_t rank = 0u;
-  if (mine_c) {
-#pragma unroll 4
-    for (uint32_t j = 0; j < C; ++j) rank += cand[j] > mine ? 1u : 0u;
-  }
-  __syncwarp();
-  if (mine_c && rank < (uint32_t)k) cand[16u + rank] = ((unsigned long long)__float_as_uint(sc) << 32) | ci;
-  __syncwarp();
-  const unsigned long long pk = cand[16u + (sl < (uint32_t)k ? sl : 0u)];
-  *id = (int32_t)(uint32_t)pk;
-  *w = sl < (uint32_t)k ? __uint_as_float((uint32_t)(pk >> 32)) : 0.0f;
-  __syncwarp(); /* every pick read before the next row's candidates overwrite them */
-  return ok;
-}
-
 /* Group scores (contract 2.4): the two largest values seen, as a multiset
  * (equal values count twice). */
 __device__ __forceinline__ void mr_top2_push(float v, float* m1, float* m2) {
@@ -893,6 +792,160 @@ __device__ __forceinline__ void mr_top2_butterfly(int lanes, float* m1, float* m
     *m1 = *m1 > o1 ? *m1 : o1;
     *m2 = lo > hi2 ? lo : hi2;
   }
+}
+
+/* ---- v33: sigmoid rows without groups by segments of 16 lanes (large T: targets.md L6, knob gate_sig_seg) ----------
+ * v31b's row (mr_sig_filter_row) with the row over the 16 lanes of a half warp instead of 32: a warp gates two rows at
+ * once, so every step that does not scale with the elements (the bound's k - 1 rounds, the counts' scan, the exact
+ * keys of the candidates, their ranks, the weights' sum) serves two rows per instruction. Lane sl of segment seg
+ * holds elements sl * EPS .. + EPS - 1 (-inf past E) and their biases (braw). The same proof as mr_sig_filter_row:
+ * B, the k-th largest of the segment's 16 lane maxima of the approximate keys (k <= 16), has k elements at or above
+ * it, so the row's top k have approximate keys >= B - 2 eps, and the candidates are the elements >= B - 3 eps, ranked
+ * by exact key and index: the same picks and weights, bit for bit. Segments are tiles of 16 lanes; both segments run
+ * every step together (the maxima by two reductions over the whole warp, each with the other half's lanes at 0, v33b;
+ * the ballots over the whole warp, masked to the segment afterwards).
+ * Returns false for the segment whose candidates exceed 16 (one per lane; ties at the bound, rows of -inf): nothing
+ * of it is valid then, and the caller gates that row again by the warp-per-row form. sm: the warp's
+ * MR_SIGSEG_WORDS 8-byte words (per segment 16 candidates, then 16 picks). *w: the pick's unbiased score (lanes
+ * sl < k), to be finished by mr_finish_weight over the segment's 16 lanes. */
+#define MR_SIGSEG_WORDS 64
+/* GR (lab form, session 32; knob gate_sig_seg = 1 only): grouped rows whose groups are whole segment lanes (LPG =
+ * group_size / EPS, a power of two: the host asks group_reg_lanes >= 2 and EPS = 2 EPL). The groups as
+ * mr_gate_full's v31c form ranks them, within the segment: group scores on the approximate values (the top two of
+ * the group's lanes), ranks by shuffles over the segment's lead lanes, the kept groups only where the least kept beats
+ * the best dropped by more than 7 eps (else the row falls back, as there), the dropped groups' elements -inf. The
+ * bound is then the k-th largest of the segment's 32 lane top-two values, not of the 16 lane maxima: with half the
+ * lanes dropped the maxima's bound leaves ~18 candidates on random rows (host estimate: 52 % of DeepSeek-R1's rows
+ * above 16), the top-two bound ~8.4 (none above 16); k elements are at or above it all the same, so the proof holds. */
+template <int DT, int EPS, bool GR = false>
+__device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane, const unsigned char* row,
+                                               const uint32_t* raw, const uint32_t* braw, float eps,
+                                               unsigned long long* sm, int32_t* id, float* w) {
+  constexpr int W = MR_ESZ(DT);
+  const int k = p.top_k;
+  const bool f16 = p.f16 != 0;
+  const uint32_t sl = lane & 15u, seg = lane >> 4;
+  const uint32_t smask = 0xffffu << (16u * seg);
+  const uint32_t e0 = sl * (uint32_t)EPS;
+  const bool hi = seg != 0u;
+  float a[EPS];
+  float m = -INFINITY;
+#pragma unroll
+  for (int r = 0; r < EPS; ++r) {
+    const float x = mr_clamp_logit(mr_raw_float<W>(raw[r], f16));
+    a[r] = mr_sig_approx(x, __uint_as_float(braw[r]));
+    m = fmaxf(m, a[r]);
+  }
+  uint32_t v = mr_ord32(m); /* >= MR_ORD_NEG_INF > 0 */
+  uint32_t v2 = 0u;         /* GR: the lane's second value, the next to come up when the lane's first is dropped */
+  uint32_t kept_seg = 0xffffu; /* GR: bit l set for the lead lane l of each kept group of the segment */
+  int LPG = 1;
+  bool clear = true;
+  if constexpr (GR) {
+    LPG = p.group_size / EPS;
+    float l1 = -INFINITY, l2 = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < EPS; ++r) mr_top2_push(a[r], &l1, &l2);
+    float m1 = l1, m2 = l2;
+    mr_top2_butterfly(LPG, &m1, &m2); /* offsets below LPG <= 16: within the segment */
+    const float gv = p.group_score == MOEROUTE_GROUP_SCORE_MAX ? m1 : m1 + m2;
+    const bool lead = (sl & (uint32_t)(LPG - 1)) == 0u && (int)e0 < p.num_experts;
+    const uint32_t gk = lead ? mr_ord32(gv) : 0u;
+    uint32_t rank = 0u;
+#pragma unroll 1
+    for (int j = 0; j < 16; j += LPG) {
+      const uint32_t o = __shfl_sync(MR_FULL_MASK, gk, (int)((lane & 16u) | (uint32_t)j));
+      rank += (o > gk || (o == gk && (uint32_t)j < sl)) ? 1u : 0u;
+    }
+    kept_seg = (__ballot_sync(MR_FULL_MASK, gk != 0u && rank < (uint32_t)p.topk_groups) >> (16u * seg)) & 0xffffu;
+    const bool kept = ((kept_seg >> (sl & ~(uint32_t)(LPG - 1))) & 1u) != 0u;
+    const uint32_t lo0 = __reduce_min_sync(MR_FULL_MASK, !hi && lead && kept ? gk : 0xffffffffu);
+    const uint32_t lo1 = __reduce_min_sync(MR_FULL_MASK, hi && lead && kept ? gk : 0xffffffffu);
+    const uint32_t hi0 = __reduce_max_sync(MR_FULL_MASK, !hi && lead && !kept ? gk : 0u);
+    const uint32_t hi1 = __reduce_max_sync(MR_FULL_MASK, hi && lead && !kept ? gk : 0u);
+    clear = mr_unord32(hi ? lo1 : lo0) - mr_unord32(hi ? hi1 : hi0) > 7.0f * eps; /* as mr_gate_full's v31c */
+    if (!kept) {
+#pragma unroll
+      for (int r = 0; r < EPS; ++r) a[r] = -INFINITY;
+      l1 = -INFINITY;
+      l2 = -INFINITY;
+    }
+    v = mr_ord32(l1);
+    v2 = mr_ord32(l2);
+  }
+  /* the segments' maxima by two reductions over the whole warp, each with the other segment's lanes at 0 (v33b: a
+   * reduction over the segment's mask, which differs between the two halves, took nvcc's divergent path, one
+   * WARPSYNC.COLLECTIVE per half and round) */
+#pragma unroll 1
+  for (int j = 1; j < k; ++j) {
+    const uint32_t m0 = __reduce_max_sync(MR_FULL_MASK, hi ? 0u : v);
+    const uint32_t m1 = __reduce_max_sync(MR_FULL_MASK, hi ? v : 0u);
+    const uint32_t b = __ballot_sync(MR_FULL_MASK, v == (hi ? m1 : m0)) & smask;
+    if constexpr (GR) {
+      if (lane == (uint32_t)__ffs(b) - 1u) {
+        v = v2;
+        v2 = 0u;
+      }
+    } else {
+      v = lane == (uint32_t)__ffs(b) - 1u ? 0u : v;
+    }
+  }
+  const uint32_t m0 = __reduce_max_sync(MR_FULL_MASK, hi ? 0u : v);
+  const uint32_t m1 = __reduce_max_sync(MR_FULL_MASK, hi ? v : 0u);
+  const float thr = mr_unord32(hi ? m1 : m0) - 3.0f * eps; /* -inf stays -inf */
+  static_assert(EPS <= 32, "a lane's candidates as the bits of one word");
+  uint32_t cb = 0u; /* bit r: element r is a candidate */
+#pragma unroll
+  for (int r = 0; r < EPS; ++r) cb |= (a[r] >= thr ? 1u : 0u) << r;
+  const uint32_t c = (uint32_t)__popc(cb);
+  uint32_t inc = c; /* inclusive prefix over the segment's lanes */
+#pragma unroll
+  for (uint32_t off = 1; off < 16u; off <<= 1) {
+    const uint32_t t = __shfl_up_sync(MR_FULL_MASK, inc, off, 16);
+    inc += sl >= off ? t : 0u;
+  }
+  const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 15, 16);
+  const bool ok = C <= 16u && clear;
+  unsigned long long* cand = sm + 32u * seg; /* 16 candidates, then 16 picks */
+  if (ok) { /* the candidates' indices (the logits are read again below: raw need not live past the keys) */
+    uint32_t pos = inc - c;
+#pragma unroll 1
+    for (uint32_t m = cb; m != 0u; m &= m - 1u) cand[pos++] = e0 + (uint32_t)(__ffs(m) - 1); /* ~0.7 per lane */
+  }
+  __syncwarp();
+  const bool mine_c = ok && sl < C;
+  unsigned long long mine = 0ull;
+  float sc = 0.0f;
+  uint32_t ci = 0u;
+  if (mine_c) { /* candidate sl: its exact score and key (mr_sig_filter_row's expressions) */
+    ci = (uint32_t)cand[sl];
+    const uint32_t rc =
+        W == 4 ? __ldg((const unsigned int*)row + ci) : (uint32_t)__ldg((const unsigned short*)row + ci) << 16;
+    const float xc = mr_clamp_logit(mr_raw_float<W>(rc, f16));
+    sc = mr_score(MOEROUTE_SCORE_SIGMOID, xc, 0.0f, 1.0f);
+    const float bc = p.bias != NULL ? __ldg(p.bias + ci) : 0.0f;
+    bool kept = true; /* GR: the candidate's group (its segment lane's lead bit) */
+    if constexpr (GR) kept = ((kept_seg >> ((ci / (uint32_t)EPS) & ~(uint32_t)(LPG - 1))) & 1u) != 0u;
+    const uint32_t key = xc == -INFINITY || !kept ? MR_ORD_NEG_INF : mr_ord32(sc + bc);
+    sc = key == MR_ORD_NEG_INF ? 0.0f : sc; /* design.md 4: a -inf pick weighs 0 */
+    mine = ((unsigned long long)key << 32) | (uint32_t)~ci;
+  }
+  __syncwarp(); /* every candidate read before the keys overwrite them */
+  if (mine_c) cand[sl] = mine;
+  __syncwarp();
+  uint32_t rank = 0u;
+  if (mine_c) {
+#pragma unroll 4
+    for (uint32_t j = 0; j < C; ++j) rank += cand[j] > mine ? 1u : 0u;
+  }
+  __syncwarp();
+  if (mine_c && rank < (uint32_t)k) cand[16u + rank] = ((unsigned long long)__float_as_uint(sc) << 32) | ci;
+  __syncwarp();
+  const unsigned long long pk = cand[16u + (sl < (uint32_t)k ? sl : 0u)];
+  *id = (int32_t)(uint32_t)pk;
+  *w = sl < (uint32_t)k ? __uint_as_float((uint32_t)(pk >> 32)) : 0.0f;
+  __syncwarp(); /* every pick read before the next row's candidates overwrite them */
+  return ok;
 }
 
 /* Grouped selection, G <= 32 groups held by the lanes j = 0, step, 2*step ...
