@@ -498,6 +498,14 @@ static int mr_gate_filt_on(const mr_gate_p* p, int kind, int epl) {
  * GLM-4.5 (E = 160, 12 per lane: 10.63 / 10.10) and MiniMax-M2 (E = 256: 10.61 / 10.12); GLM-4.5 at 16384 / 65536 14.73 /
  * 17.57, 46.11 / 59.21. So 256 < E <= 384 (24 per segment lane) from T = 8192, 144 < E <= 256 from 16384. */
 #define MR_GATE_SIGSEG_T_WIDE 8192
+/* The segment form's elements per segment lane for EPL's bucket and E: 24 for 256 < E <= 384 (Kimi-K2: no lane of
+ * padding), 12 for 128 < E <= 192 (v33b), else 2 EPL; grouped rows (v35's lab form) always 2 EPL, whole lanes per
+ * group. mr_launch_gate_t launches the kernel of this EPS. */
+static int mr_gate_sigseg_eps(int epl, int E, int kind) {
+  if (kind == MR_KIND_FULL && epl == 16 && E <= 384) return 24;
+  if (kind == MR_KIND_FULL && epl == 8 && E <= 192) return 12;
+  return 2 * epl;
+}
 static int mr_gate_sigseg_on(const mr_gate_p* p, int epl, int kind) {
   /* grouped rows (the lab form, knob 1 only): groups of at least two warp lanes, so whole segment lanes at 2 EPL */
   const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 && mr_gate_filt_approx(p, kind) &&
@@ -507,15 +515,16 @@ static int mr_gate_sigseg_on(const mr_gate_p* p, int epl, int kind) {
   /* the segment lanes that hold an expert (the EPS mr_launch_gate_t takes): with k of them or more the bound is
    * -inf and every row falls back (session 32's review); k <= 8 is what lab calls 93 - 96 measured, with at least 4
    * live lanes beyond k (GLM-4.5: 14 lanes, k = 8; host estimate 1.7 % of rows to the fallback) */
-  const int E = p->num_experts, eps = epl == 16 && E <= 384 ? 24 : epl == 8 && E <= 192 ? 12 : 2 * epl;
+  const int E = p->num_experts, eps = mr_gate_sigseg_eps(epl, E, kind);
   const int live = (E + eps - 1) / eps;
   return MR_GATE_SIGSEG_AUTO && fits && E > MR_GATE_SIGSEG_MIN_E && E <= 384 && p->top_k <= 8 && p->top_k + 4 <= live &&
          p->num_tokens >= (E > 256 ? MR_GATE_SIGSEG_T_WIDE : MR_GATE_SIGSEG_T);
 }
 /* v34: the 16-bit softmax rows with 16 elements per lane (256 < E <= 512: Qwen3-Next; no segment form there) pick by
  * the filter (gate.cuh mr_top_filter on the packed keys, which are unique) from T = MR_GATE_FILT_T_PACKED, k <= 16: the
- * merge of 16-key lists (k = 9 - 16) is most of such a row. Predicted, not yet measured (lab call 97): knob gate_filt
- * as for the fp32-key rows (0 this rule, -1 never, > 0 from that T). */
+ * merge of 16-key lists (k = 9 - 16) is most of such a row. Lab call 97 (H200, Qwen3-Next gate alone, merge / filter):
+ * T = 1024 3.21 / 3.15, 2048 5.64 / 3.91, 16384 27.86 / 17.54, 65536 104.43 / 64.71 us. Knob gate_filt as for the
+ * fp32-key rows (0 this rule, -1 never, > 0 from that T). */
 #define MR_GATE_FILT_T_PACKED 1024
 static int mr_gate_filt_packed_on(const mr_gate_p* p, int epl) {
   const int knob = mr_cuda_tune.gate_filt;
@@ -550,11 +559,12 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
       cudaLaunchConfig_t ls = mr_launch_config((unsigned)gs, 128u, ((size_t)sws * 4u + 32u * EPL) * 4u, stream);
       ls.attrs = lc.attrs;
       ls.numAttrs = lc.numAttrs;
+      const int eps = mr_gate_sigseg_eps(EPL, p->num_experts, KIND);
       if constexpr (KIND == MR_KIND_GROUPED) /* the lab form: 2 EPL per segment lane (whole lanes per group) */
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 2 * EPL, EPL, KIND>, *p, topk_ids, topk_weights, sws));
-      else if (EPL == 16 && p->num_experts <= 384) /* 24 elements per segment lane: Kimi-K2 */
+      else if (eps == 24) /* Kimi-K2 */
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 24, 16>, *p, topk_ids, topk_weights, sws));
-      else if (EPL == 8 && p->num_experts <= 192) /* 12 per segment lane (v33b): GLM-4.5's 160 on 14 of 16 lanes */
+      else if (eps == 12) /* GLM-4.5's 160 on 14 of 16 lanes */
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 12, 8>, *p, topk_ids, topk_weights, sws));
       else
         MR_TRY(cudaLaunchKernelEx(&ls, mr_gate_sigseg_kernel<DT, 2 * EPL, EPL>, *p, topk_ids, topk_weights, sws));
