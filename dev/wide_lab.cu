@@ -23,7 +23,7 @@
  *    the pair, T = 2 .. 16 (mr_cuda_tune.tiny_threads).
  * --tiny-op (session 15): the one-pass route's presence words in registers against the
  *    shuffle form (mr_cuda_tune.tiny_op_regs), checked, and timed with stage probes.
- * --tcl (session 16, perf-log v15): tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8 CTAs
+ * --tcl (session 16, perf-log v15): tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8, 16 (session 33) CTAs
  *    that split the rows (mr_cuda_tune.tiny_cluster): 16-bit softmax rows, the wide gate rows, and
  *    the fp32-key rows a warp per row (RW), T = 1 .. 32, against the default route bit for bit
  *    (U = 32 and 16, four input kinds: the three of make_case and an expert mask; the SH shapes also a
@@ -1123,7 +1123,8 @@ static int tcl(void) {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   static const int TS[] = {1, 2, 3, 4, 6, 8, 9, 10, 11, 12, 13, 14, 16, 24, 32}; /* (10, 11, 13, 14: session 32) */
-  static const int CS[] = {1, 2, 4, 8};
+  static const int CS[] = {1, 2, 4, 8, 16}; /* (16: session 33, a non-portable cluster) */
+  const int ncs = (int)(sizeof CS / sizeof CS[0]);
   const int nt = (int)(sizeof TS / sizeof TS[0]);
   const Shape* all[NSH + NPK + NRW];
   int ns = all_shapes(all);
@@ -1147,7 +1148,7 @@ static int tcl(void) {
             int32_t *a = (int32_t*)calloc(cap, 4), *b = (int32_t*)calloc(cap, 4);
             mr_cuda_tune.tiny_cluster = -1; /* the reference: the route without the cluster form */
             const size_t na = route_to_host(&c, a, s);
-            for (int ci = 0; ci < 4; ++ci) {
+            for (int ci = 0; ci < ncs; ++ci) {
               /* --quick (the sanitizers): no C = 1, whose DSMEM writes memcheck reports as invalid ("Cluster
                * needs to have at least 2 blocks", dev/runs/run53/tcl_mem.log; the bits agree without it) */
               if (!tcl_applies(all[si], wide, T, CS[ci]) || (g_tm_quick && CS[ci] == 1)) continue;
@@ -1172,22 +1173,22 @@ static int tcl(void) {
           }
     }
   g_unit = 32;
-  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8 CTAs against the "
+  printf("check: %ld cases, %ld mismatches (tiny.cu's one-pass route by a cluster of C = 1, 2, 4, 8, 16 CTAs against the "
          "default route, bits)\n", checks, bad);
   if (g_check_only) return bad ? 1 : 0;
   printf("\nkernel metric, us, route (moe_buf cleared, U = 32): the route without the cluster form (off) | the default "
-         "route (auto: the cluster form where mr_tiny_cluster_auto takes it) || the cluster form, C = 1 | 2 | 4 | 8 "
+         "route (auto: the cluster form where mr_tiny_cluster_auto takes it) || the cluster form, C = 1 | 2 | 4 | 8 | 16 "
          "('-': the form does not apply)\n");
-  printf("%-18s %3s %7s %7s || %7s %7s %7s %7s\n", "shape", "T", "off", "auto", "C1", "C2", "C4", "C8");
+  printf("%-18s %3s %7s %7s || %7s %7s %7s %7s %7s\n", "shape", "T", "off", "auto", "C1", "C2", "C4", "C8", "C16");
   for (int si = 0; si < ns; ++si)
     for (int ti = 0; ti < nt; ++ti) {
       const int T = TS[ti], wide = si < NSH;
       if (!tcl_wanted(all[si]->name) || !tcl_applies(all[si], wide, T, 8)) continue;
       Case c;
       make_case(&c, all[si], T, 0);
-      double r[6];
+      double r[7];
       for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
-        for (int v = 0; v < 6; ++v) {
+        for (int v = 0; v < 2 + ncs; ++v) {
           if (v > 1 && !tcl_applies(all[si], wide, T, CS[v - 2])) {
             r[v] = -1.0;
             continue;
@@ -1198,7 +1199,7 @@ static int tcl(void) {
         }
       mr_cuda_tune.tiny_cluster = 0;
       printf("%-18s %3d %7.2f %7.2f ||", all[si]->name, T, r[0], r[1]);
-      for (int v = 2; v < 6; ++v)
+      for (int v = 2; v < 2 + ncs; ++v)
         if (r[v] < 0.0)
           printf(" %7s", "-");
         else

@@ -921,7 +921,9 @@ static inline int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args*
     return 0;
   const int want = knob > 0 ? knob : mr_tiny_cluster_auto(cfg, a);
   if (want <= 0) return 0;
-  const int C = want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+  /* C = 16 (session 33, lab knob only): a non-portable cluster size (mr_launch_tiny_t sets the
+   * attribute), one wide row per CTA up to T = 16 */
+  const int C = want >= 16 ? 16 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
   const int64_t rows = (T + C - 1) / C; /* per CTA */
   if (mr_tiny_wide_kind(cfg, a)) return rows <= MR_TINY_WARPS / MR_WIDE_WARPS ? C : 0;
   return rows <= MR_TINY_WARPS ? C : 0;
@@ -977,7 +979,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
   if (cl) { /* the cluster form: no sort tables (the one-pass finish), the rows split over C CTAs */
     K->cl = 1u;
     K->onepass = 1u;
-    K->ctas_log2 = cl >= 8 ? 3u : cl >= 4 ? 2u : cl >= 2 ? 1u : 0u;
+    K->ctas_log2 = cl >= 16 ? 4u : cl >= 8 ? 3u : cl >= 4 ? 2u : cl >= 2 ? 1u : 0u;
     K->op_regs = mr_tiny_op_regs(cfg);
     K->gate_warps = (int32_t)((cfg->num_tokens + cl - 1) / cl); /* rows per CTA: warps, or groups of four */
     /* the other tiny knobs (tiny_max_n, tiny_onepass, tiny_ctas, tiny_threads, tiny_warm, tiny_op_own,
@@ -1037,6 +1039,15 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
   cudaLaunchAttribute attr[2];
   unsigned na = 0;
   if (CL) { /* a cluster launch also for C = 1: DSMEM addressing and the cluster barrier as defined */
+    if (ctas > 8u) { /* C = 16 (lab knob tiny_cluster = 16): the non-portable size, once per device */
+      static int set[MR_MAX_DEVICES];
+      const int dev = mr_cuda_current_device();
+      if (dev < 0 || dev >= MR_MAX_DEVICES || !set[dev]) {
+        MR_TRY(cudaFuncSetAttribute(mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU>,
+                                    cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+        if (dev >= 0 && dev < MR_MAX_DEVICES) set[dev] = 1;
+      }
+    }
     memset(attr, 0, sizeof attr[0]);
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = ctas;
