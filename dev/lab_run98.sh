@@ -10,10 +10,10 @@
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run98.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab > $OUT/lab/wide_build.log 2>&1
-TCL_SHAPES=${TCL_SHAPES-deepseek-r1,kimi-k2,glm-4.5,minimax-m2} timeout ${TCL_S:-150} $B/wide_lab --tcl > $OUT/lab/tcl.log 2>&1
+TCL_SHAPES=${TCL_SHAPES-deepseek-r1,kimi-k2,glm-4.5,minimax-m2} TCL_TMIN=${TCL_TMIN-1} timeout ${TCL_S:-150} $B/wide_lab --tcl > $OUT/lab/tcl.log 2>&1
 echo "rc=$?" >> $OUT/lab/tcl.log
 grep -E "check:|MISMATCH|rc=" $OUT/lab/tcl.log | head -5
-grep -E "^(deepseek-r1|kimi-k2|glm-4.5|minimax-m2) " $OUT/lab/tcl.log | head -40
+grep -E "^(deepseek-r1|kimi-k2|glm-4.5|minimax-m2|ds-softmax|gpt-oss-120b) " $OUT/lab/tcl.log | head -60
 # 3. (v35, the lab form) grouped DeepSeek-R1 by segments: gxs_lab --gatefilt's fourth form, word for word against the
 #    merge, then timed
 timeout ${GF_S:-60} $B/gxs_lab --gatefilt --models deepseek-r1 --ts ${GTS:-4096,16384,65536} > $OUT/lab/gatefilt_grouped.log 2>&1

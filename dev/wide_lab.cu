@@ -1115,6 +1115,12 @@ static int tcl_wanted(const char* name) {
   return 0;
 }
 
+/* TCL_TMIN=t (session 33): --tcl from T = t on (every T without it) */
+static int tcl_tmin(void) {
+  const char* w = getenv("TCL_TMIN");
+  return w && *w ? atoi(w) : 1;
+}
+
 static int tcl(void) {
   if (mr_cuda_no_cluster()) {
     fprintf(stderr, "--tcl: MOEROUTE_CUDA_NO_CLUSTER is set, the cluster form cannot run\n");
@@ -1139,7 +1145,7 @@ static int tcl(void) {
         for (int ti = 0; ti < nt; ++ti)
           for (int kind = 0; kind < (g_tm_quick ? 1 : 4); ++kind) {
             const int T = TS[ti], wide = si < NSH && !wf;
-            if (!tcl_wanted(all[si]->name)) continue;
+            if (!tcl_wanted(all[si]->name) || T < tcl_tmin()) continue;
             if (!tcl_applies(all[si], wide, T, 8) || (g_tm_quick && (ui || (T != 1 && T != 3 && T != 16)))) continue;
             mr_cuda_tune.tiny_wide = wf ? -1 : 0;
             Case c;
@@ -1183,7 +1189,7 @@ static int tcl(void) {
   for (int si = 0; si < ns; ++si)
     for (int ti = 0; ti < nt; ++ti) {
       const int T = TS[ti], wide = si < NSH;
-      if (!tcl_wanted(all[si]->name) || !tcl_applies(all[si], wide, T, 8)) continue;
+      if (!tcl_wanted(all[si]->name) || T < tcl_tmin() || !tcl_applies(all[si], wide, T, 8)) continue;
       Case c;
       make_case(&c, all[si], T, 0);
       double r[7];
