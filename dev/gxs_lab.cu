@@ -16,8 +16,9 @@
  * Build (after the library):
  *   nvcc -O3 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu build/libmoeroute.a -o gxs_lab
  * 3. --tail (v25, knob clear_tail): route and sort with a moe_buf, the clear inside the routing's launches
- *    against the clear as a launch of its own after gx / gxs (by 16 KB pieces, and split by thread): checked (outputs word for word, the sort against
- *    the CPU, moe_buf zero) and timed beside a memset of the same buffer (tail_case below).
+ *    against the clear as a launch of its own after gx / gxs (by 16 KB pieces), a memset before the routing on
+ *    any path (clear_tail = 3, v36, session 33) and the automatic choice: checked (outputs word for word, the
+ *    sort against the CPU, moe_buf zero) and timed beside a memset of the same buffer (tail_case below).
  * 4. --head (v27, knob p_seg_chain): route with a moe_buf by P's two forms for segmented rows (head_case below):
  *    checked and timed as --tail.
  * 5. --decode (session 28): tiny.cu's decode knobs against the default (decode_case below).
@@ -326,7 +327,8 @@ static double time_op(Case* c, int op, int knob, cudaStream_t s) {
 }
 
 /* --tail (v25, knob clear_tail): route and sort WITH a moe_buf [T, model_dim] bf16, the clear inside the
- * routing's launches (clear_tail = -1) against the clear as a launch of its own after gx / gxs (1): every
+ * routing's launches (clear_tail = -1) against the clear as a launch of its own after gx / gxs (1), a memset
+ * before the routing on any path (3, v36) and the automatic choice (0): every
  * output word for word between the two, the sort's also against the CPU sort, moe_buf all zero after each
  * (poisoned before); then the kernel metric (50 calls in one graph, median of 9) of route + buf and sort +
  * buf by each, a cudaMemsetAsync of the same moe_buf alone, and route without the moe_buf. */
@@ -377,9 +379,11 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
   Case c;
   if (setup_with_buf(&c, "tail", model, T, 0x7a11u + (uint64_t)T) != 0) return 1;
   int bad = 0;
-  uint32_t** h[2][3] = {{NULL, NULL, NULL}, {NULL, NULL, NULL}}; /* [route, sort][inside, pieces, by thread] */
-  static const int form[3] = {-1, 1, 2};
-  for (int f = 0; f < 3; ++f) {
+  /* [route, sort][inside, pieces, memset first (v36, session 33; by thread, v25's first form, before), auto] */
+  enum { NF = 4 };
+  uint32_t** h[2][NF] = {{NULL, NULL, NULL, NULL}, {NULL, NULL, NULL, NULL}};
+  static const int form[NF] = {-1, 1, 3, 0};
+  for (int f = 0; f < NF; ++f) {
     mr_cuda_tune.clear_tail = form[f];
     poison(&c, 0);
     CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
@@ -399,15 +403,15 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
       c.p.moe_buf_bytes = nb;
     }
   }
-  for (int f = 1; f < 3; ++f) {
+  for (int f = 1; f < NF; ++f) {
     bad += cmp("route + buf, tail vs inside", h[0][f], h[0][0], c.len, 0);
     bad += cmp("sort + buf, tail vs inside", h[1][f], h[1][0], c.len, 2);
   }
   for (int i = 0; i < 2; ++i)
-    for (int f = 0; f < 3; ++f) free_h(h[i][f]);
+    for (int f = 0; f < NF; ++f) free_h(h[i][f]);
   if (do_time) {
-    double r[3], so[3];
-    for (int f = 0; f < 3; ++f) {
+    double r[NF], so[NF];
+    for (int f = 0; f < NF; ++f) {
       mr_cuda_tune.clear_tail = form[f];
       r[f] = time_calls(&c, 0, s);
       so[f] = time_calls(&c, 1, s);
@@ -418,9 +422,10 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
     c.p.moe_buf_bytes = 0;
     const double rn = time_calls(&c, 0, s);
     c.p.moe_buf_bytes = nb;
-    printf("tail %-20s T=%6d  route+buf inside %8.2f  tail %8.2f (by thread %8.2f) | sort+buf inside %8.2f  tail "
-           "%8.2f (by thread %8.2f) | memset %8.2f | route w/o buf %7.2f | route+buf / memset %.3f -> %.3f%s\n", model, T,
-           r[0], r[1], r[2], so[0], so[1], so[2], ms, rn, r[0] / ms, r[1] / ms, bad ? "  WRONG" : "");
+    printf("tail %-20s T=%6d  route+buf inside %8.2f  tail %8.2f  memset first %8.2f  auto %8.2f | sort+buf inside "
+           "%8.2f  tail %8.2f  memset first %8.2f  auto %8.2f | memset %8.2f | route w/o buf %7.2f | route+buf / memset "
+           "auto %.3f, memset first %.3f%s\n", model, T, r[0], r[1], r[2], r[3], so[0], so[1], so[2], so[3], ms, rn,
+           r[3] / ms, r[2] / ms, bad ? "  WRONG" : "");
   } else {
     printf("tail check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
   }

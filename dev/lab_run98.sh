@@ -7,6 +7,8 @@
 # 2. ncu of v34's gate kernel (`mr_gate_filt_kernel<BF16, 16, PACKED, 1>`, Qwen3-Next T = 32768: --gatefilt's check
 #    launches the merge form first, then the filter: skip 1) and of v33b's segment kernel (Kimi-K2 T = 32768, skip 3 as
 #    lab_run95 did), summary sections; with FULL=1 also the segment kernel's SASS page as CSV.
+# 3 - 4 (session 33): step 3 below, then v36's memset first against the other moe_buf forms (gxs_lab --tail). NCU_ON=0
+# skips the ncu runs; TCL_TMIN limits --tcl's T (C = 16 since session 33).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run98.sh > $OUT/lab_summary.txt 2>&1
 . dev/lab_gxs_prelude.sh
 nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab > $OUT/lab/wide_build.log 2>&1
@@ -18,6 +20,12 @@ grep -E "^(deepseek-r1|kimi-k2|glm-4.5|minimax-m2|ds-softmax|gpt-oss-120b) " $OU
 #    merge, then timed
 timeout ${GF_S:-60} $B/gxs_lab --gatefilt --models deepseek-r1 --ts ${GTS:-4096,16384,65536} > $OUT/lab/gatefilt_grouped.log 2>&1
 echo "rc=$?" >> $OUT/lab/gatefilt_grouped.log; grep -E "gate alone|FAIL|MISMATCH|rc=|failure" $OUT/lab/gatefilt_grouped.log | sed -E 's/  +/ /g'
+# 4. (v36, session 33, knob clear_tail = 3) route + buf with the moe_buf cleared by a memset before the routing, against
+#    the clear inside, the tail launch and auto, each checked word for word (gxs_lab --tail)
+timeout ${TAIL_S:-100} $B/gxs_lab --tail --models ${TAIL_MODELS:-deepseek-r1-softmax,gpt-oss-120b,kimi-k2,qwen3-next} \
+  --ts ${TAIL_TS:-4096,16384,32768,65536} > $OUT/lab/tail.log 2>&1
+echo "rc=$?" >> $OUT/lab/tail.log; grep -E "^tail|FAIL|MISMATCH|WRONG|failure|rc=" $OUT/lab/tail.log | sed -E 's/  +/ /g'
+if [ "${NCU_ON:-1}" = 1 ]; then
 NCU="ncu --clock-control none --launch-count 1 --section SpeedOfLight --section WarpStateStats --section Occupancy \
  --section LaunchStats --section InstructionStats --section SchedulerStats"
 timeout 60 $NCU --launch-skip 1 -k regex:"mr_gate_filt_kernel|mr_gate_kernel" $B/gxs_lab --gatefilt --no-time \
@@ -28,6 +36,7 @@ for f in packed sigseg; do
   echo "== ncu $f"; grep -E "mr_gate|rc=|Duration|Registers Per|Achieved Occupancy|Executed Instructions  |Issue Slots Busy|No Eligible" \
     $OUT/lab/ncu_$f.log | head -10
 done
+fi
 if [ "${FULL:-0}" = 1 ]; then
   timeout 90 ncu --clock-control none --launch-count 1 --launch-skip 3 --set full --import-source no \
     -k regex:"mr_gate_sigseg_kernel|mr_gate_filt_kernel|mr_gate_kernel" -o $OUT/lab/sigseg $B/gxs_lab --gatefilt --no-time \

@@ -442,7 +442,8 @@ typedef struct mr_cuda_tuning {
                             cooperative launches let the next launch start as soon as they are resident, so the
                             clear comes up beside them: 0 = auto (gx.cu MR_CLEAR_TAIL_MIN_N: route from T*k =
                             262144), 1 = on there (route and sort),
-                            2 = on there with the clear split by thread (its first form, lab), -1 = off (the
+                            2 = on there with the clear split by thread (its first form, lab), 3 = a memset of
+                            moe_buf before the routing, on every path (v36, lab), -1 = off (the
                             paths with a moe_buf). The same bits either way */
   int p_seg_chain;       /* route with a moe_buf by P (large.cu), rows the gate kernel segments: the chain's order
                             (the gate kernel uncapped, with its filter, then the zeroing launch and P) instead of the

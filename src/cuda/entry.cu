@@ -359,6 +359,7 @@ static int mr_clear_tail_takes(moeroute_op op, const mr_config* cfg, const mr_ga
                                const moeroute_buffers* b) {
   if (cfg->moe_buf_bytes == 0 || cfg->num_tokens == 0 || !mr_ws_aligned16(b) || !mr_cuda_clear_tail_wanted(op, cfg))
     return 0;
+  if (mr_cuda_tune.clear_tail == 3) return 1; /* v36 (lab): the memset first, any path */
   mr_config c = *cfg;
   c.moe_buf_bytes = 0;
   if (op == MOEROUTE_OP_SORT) return mr_cuda_gxs_takes(&c, MOEROUTE_OP_SORT, 0);
@@ -375,6 +376,17 @@ static void mr_clear_tail_split(moeroute_op op, mr_config* cfg, const mr_gate_ar
   cfg->moe_buf_bytes = 0;
   o->moe_buf = NULL;
   o->moe_buf_bytes = 0;
+}
+
+/* v36 (knob clear_tail = 3, lab): moe_buf split off by mr_clear_tail_split is cleared by a memset on the stream
+ * before the routing (the call without it then runs on whatever path takes it), instead of a clear launch after it;
+ * *bytes becomes 0, so no tail clear follows. The question: at large T the clear launches (P's warps, the tail
+ * kernel) ran below the memset's rate on the H200 (results run 57: route + buf above memset + route alone). */
+static cudaError_t mr_clear_memset_first(unsigned char* buf, size_t* bytes, cudaStream_t s) {
+  if (*bytes == 0 || mr_cuda_tune.clear_tail != 3) return cudaSuccess;
+  const size_t n = *bytes;
+  *bytes = 0;
+  return cudaMemsetAsync(buf, 0, n, s);
 }
 
 static moeroute_status mr_cuda_fail_launch(const char* fn, cudaError_t err) {
@@ -454,7 +466,8 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   size_t tail_bytes;
   mr_clear_tail_split(MOEROUTE_OP_ROUTE, &cfg, &ga, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
   void* tail_counter = NULL; /* the workspace of gx / gxs where they ran: the clear's piece counter */
-  cudaError_t err = cudaSuccess;
+  cudaError_t err = mr_clear_memset_first(tail_buf, &tail_bytes, s); /* v36 (lab) */
+  if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
   /* gx (v22): one cooperative launch over the grid at middle T; on a refused cooperative launch the
    * other paths below */
   bool routed = false;
@@ -586,7 +599,9 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_sort(const moeroute_params
   unsigned char* tail_buf;
   size_t tail_bytes;
   mr_clear_tail_split(MOEROUTE_OP_SORT, &cfg, NULL, buffers, &so, &tail_buf, &tail_bytes); /* v25 */
-  cudaError_t err = cudaErrorCooperativeLaunchTooLarge;
+  cudaError_t err = mr_clear_memset_first(tail_buf, &tail_bytes, s); /* v36 (lab) */
+  if (err != cudaSuccess) return mr_cuda_fail_launch(fn, err);
+  err = cudaErrorCooperativeLaunchTooLarge;
   /* gxs (v23): one cooperative launch over the grid; on a refused cooperative launch the other paths */
   void* tail_counter = NULL; /* the workspace of gxs where it ran: the clear's piece counter */
   if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gxs_takes(&cfg, MOEROUTE_OP_SORT, 0)) {
