@@ -511,6 +511,10 @@ int mr_cuda_pdl_on(void);   /* the decode launches use PDL (knob decode_pdl, els
  * one-launch paths and the run-1 general path). */
 int mr_cuda_clear_ctas(size_t bytes, int threads);
 
+/* tiny.cu's cluster form with C = 16 (a non-portable size): 1 once the current device refused it (the attribute or
+ * the launch: MPS, green contexts, a partitioned device); then C = 8 there. mr_cuda_tiny16_refuse marks it. */
+int mr_cuda_tiny16_refused(void);
+void mr_cuda_tiny16_refuse(void);
 /* tiny.cu's cluster form (lab knob tiny_cluster): its C for cfg, 0 where it does not run. */
 int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's warm pass (lab knob tiny_warm): 1 where route runs it. */

@@ -259,11 +259,24 @@ struct mr_tiny_default_launch {
   }
 };
 
-extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
-                                                 int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+/* Devices that refused the cluster form's C = 16 (mr_launch_tiny_t sets the non-portable size's attribute): 1 */
+static int mr_tiny16_refused_dev[MR_MAX_DEVICES];
+extern "C" int mr_cuda_tiny16_refused(void) {
+  const int d = mr_cuda_current_device();
+  return d >= 0 && d < MR_MAX_DEVICES && mr_tiny16_refused_dev[d] != 0;
+}
+extern "C" void mr_cuda_tiny16_refuse(void) {
+  const int d = mr_cuda_current_device();
+  if (d >= 0 && d < MR_MAX_DEVICES) mr_tiny16_refused_dev[d] = 1;
+}
+
+static cudaError_t mr_tiny_route_plan_launch(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                             int32_t* topk_ids, float* topk_weights, cudaStream_t stream,
+                                             uint32_t* ctas_log2) {
   mr_tiny_k K;
   size_t smem;
   if (!mr_tiny_plan(cfg, a, &K, &smem)) return cudaErrorInvalidConfiguration;
+  *ctas_log2 = K.cl ? K.ctas_log2 : 0u;
   mr_gate_p g;
   mr_gate_p_init(a, cfg->dtype, &g);
   const mr_tiny_launch_args x = {&g, o, &K, smem, mr_tiny_wide_kind(cfg, a), topk_ids, topk_weights, stream};
@@ -272,6 +285,18 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
   if (K.cl || K.warm || K.own || K.ru) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll */
     return mr_cuda_launch_tiny_lab(cfg, a, &x);
   return mr_tiny_dispatch(cfg, a, mr_tiny_default_launch{x});
+}
+
+extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
+                                                 int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+  uint32_t cl_log2 = 0u;
+  cudaError_t err = mr_tiny_route_plan_launch(cfg, a, o, topk_ids, topk_weights, stream, &cl_log2);
+  if (err != cudaSuccess && cl_log2 == 4u) { /* C = 16 refused: the device takes no more; the plan again (C <= 8) */
+    (void)cudaGetLastError();
+    mr_cuda_tiny16_refuse();
+    err = mr_tiny_route_plan_launch(cfg, a, o, topk_ids, topk_weights, stream, &cl_log2);
+  }
+  return err;
 }
 
 /* ---- the sort entry point at decode (mr_tiny_sort_kernel) ---- */

@@ -923,7 +923,7 @@ static inline int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args*
   if (want <= 0) return 0;
   /* C = 16 (session 33, lab knob only): a non-portable cluster size (mr_launch_tiny_t sets the
    * attribute), one wide row per CTA up to T = 16 */
-  const int C = want >= 16 ? 16 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
+  const int C = want >= 16 && !mr_cuda_tiny16_refused() ? 16 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
   const int64_t rows = (T + C - 1) / C; /* per CTA */
   if (mr_tiny_wide_kind(cfg, a)) return rows <= MR_TINY_WARPS / MR_WIDE_WARPS ? C : 0;
   return rows <= MR_TINY_WARPS ? C : 0;
