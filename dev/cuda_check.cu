@@ -249,8 +249,8 @@ static void gen_case(Case* c) {
   static const int Nt[] = {0, 0, -1, 512}; /* tiny.cu's one-pass route by 8 / 16 gating warps (v14) */
   c->tune.tiny_threads = pick(Nt, 4);
   c->tune.tiny_op_regs = irand(3) - 1; /* the one-pass route's presence words: shuffles / auto / registers (v14) */
-  static const int Cl[] = {0, 0, 0, -1, 1, 2, 4, 8}; /* tiny.cu's one-pass route by a cluster of C CTAs (v15): auto / off / C */
-  c->tune.tiny_cluster = pick(Cl, 8);
+  static const int Cl[] = {0, 0, 0, -1, 1, 2, 4, 8, 16}; /* tiny.cu's one-pass route by a cluster of C CTAs (v15; 16 since session 33): auto / off / C */
+  c->tune.tiny_cluster = pick(Cl, 9);
   c->tune.tiny_warm = irand(2); /* the one-pass route's warm pass (v15) */
   static const int Gt[] = {0, 0, 0, 1, 2, 3}; /* the grid token-mask sort (v16): off / sort + route / sort only / route fused */
   c->tune.gtm = pick(Gt, 6);

@@ -511,6 +511,12 @@ static int mr_gate_sigseg_on(const mr_gate_p* p, int epl, int kind) {
   const bool fits = epl >= 4 && epl <= 16 && p->num_experts >= 128 && p->top_k <= 16 && mr_gate_filt_approx(p, kind) &&
                     (kind == MR_KIND_FULL || (kind == MR_KIND_GROUPED && p->group_reg_lanes >= 2));
   if (mr_cuda_tune.gate_sig_seg != 0) return mr_cuda_tune.gate_sig_seg > 0 && fits;
+  if (kind == MR_KIND_GROUPED) /* v35 (lab call 98, H100, grouped DeepSeek-R1 gate alone, segments / the warp-per-row
+                                  approximate form): T = 4096 10.80 / 8.31, 16384 19.31 / 23.81, 65536 59.35 / 81.15 us;
+                                  route without moe_buf 29.17 / 33.57, 76.66 / 98.98. From T = 16384, E <= 256, k <= 8
+                                  (the shapes measured: E = 256, eight groups of two segment lanes) */
+    return MR_GATE_SIGSEG_AUTO && fits && p->num_experts <= 256 && p->top_k <= 8 &&
+           p->num_tokens >= MR_GATE_SIGSEG_T;
   if (kind != MR_KIND_FULL) return 0;
   /* the segment lanes that hold an expert (the EPS mr_launch_gate_t takes): with k of them or more the bound is
    * -inf and every row falls back (session 32's review); k <= 8 is what lab calls 93 - 96 measured, with at least 4

@@ -887,6 +887,13 @@ static inline uint32_t mr_tiny_route_ctas_log2(const mr_config* cfg) {
  *     OLMoE (-0.03 to -0.07) and showed E = 256 a little behind in all three runs taken together
  *     (DeepSeek-R1 softmax T = 6 / 8: 3.11 / 3.12 -> 3.11 / 3.14, 3.13 / 3.16 -> 3.13 / 3.15, 3.10 /
  *     3.11 -> 3.14 / 3.14), hence E <= 128.
+ * Lab call 98 (dev/runs/run98/tcl.log, H100, same metric, session 33): the wide rows with E <= 256 at
+ * T = 9 - 16 by C = 16 (one row per CTA; a non-portable cluster size) instead of 8 (two rows, so two
+ * gating warps per scheduler): grouped DeepSeek-R1 T = 9 / 12 / 16 4.41 / 4.49 / 4.50 -> 4.31 / 4.31 /
+ * 4.32 (off: 4.50 / 4.53 / 4.54; results runs 54 - 57 had route above the chain at T = 12), GLM-4.5
+ * 3.77 / 3.79 / 3.80 -> 3.69 / 3.70 / 3.70, MiniMax-M2 3.77 / 3.80 / 4.34 -> 3.69 / 3.69 / 4.29; at T = 8
+ * C = 16 is slower (grouped DeepSeek-R1 4.11 -> 4.30). Kimi-K2 (E = 384, off from T = 9) gained only at
+ * T = 16 (4.43 -> 4.32; 4.28 -> 4.32 at T = 13): unchanged.
  * Never C = 1: under memcheck its DSMEM writes are reported as invalid ("Cluster needs to have at
  * least 2 blocks", dev/runs/run53/tcl_mem.log); where C = 1 won, C = 2 was 0.03 - 0.13 us behind. */
 /* 1: route takes the cluster form by the rule below; 0: only by the knob (tiny_cluster > 0).
@@ -900,7 +907,7 @@ static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args*
   if (!MR_TINY_CLUSTER_AUTO || mr_cuda_cc_major() < 9 || cfg->num_experts < 64) return 0; /* E = 64 - 1024 measured */
   if (mr_tiny_wide_kind(cfg, a)) {
     const int64_t tmax = cfg->num_experts <= 256 ? 16 : cfg->num_experts >= 1024 ? 6 : 8;
-    return T >= 2 && T <= tmax ? (T <= 2 ? 2 : T <= 4 ? 4 : 8) : 0;
+    return T >= 2 && T <= tmax ? (T <= 2 ? 2 : T <= 4 ? 4 : T <= 8 ? 8 : 16) : 0;
   }
   if (mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) {
     const int64_t rows2 = (T + 1) / 2; /* CTAs for two rows each */
@@ -921,8 +928,8 @@ static inline int mr_tiny_cluster_size(const mr_config* cfg, const mr_gate_args*
     return 0;
   const int want = knob > 0 ? knob : mr_tiny_cluster_auto(cfg, a);
   if (want <= 0) return 0;
-  /* C = 16 (session 33, lab knob only): a non-portable cluster size (mr_launch_tiny_t sets the
-   * attribute), one wide row per CTA up to T = 16 */
+  /* C = 16 (session 33): a non-portable cluster size (mr_launch_tiny_t sets the attribute; a device
+   * that refuses it gets C = 8, mr_cuda_tiny16_refused), one wide row per CTA up to T = 16 */
   const int C = want >= 16 && !mr_cuda_tiny16_refused() ? 16 : want >= 8 ? 8 : want >= 4 ? 4 : want >= 2 ? 2 : 1;
   const int64_t rows = (T + C - 1) / C; /* per CTA */
   if (mr_tiny_wide_kind(cfg, a)) return rows <= MR_TINY_WARPS / MR_WIDE_WARPS ? C : 0;

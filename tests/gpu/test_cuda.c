@@ -1998,8 +1998,10 @@ static void group_thresholds(void) {
       {"sig-e1024", 1, 1, 0},        /* (EPL = 32) */
       {"ssp-e160-g5", 1, 0, 0},      /* (grouped, five groups; fp16) */
       /* tiny.cu's cluster form (design.md 34, mr_tiny_cluster_auto; U = 32 >= T on both sides): */
-      {"deepseek-r1", 16, 0, 32},    /* wide rows, E <= 256: C = 8 up to T = 16 (T*k 128), the pair at 17 */
+      {"deepseek-r1", 16, 0, 32},    /* wide rows, E <= 256: C = 16 up to T = 16 (T*k 128), the pair at 17 */
       {"glm-4.5", 16, 1, 32},        /* (E = 160, no groups) */
+      {"deepseek-r1", 8, 0, 32},     /* wide rows, E <= 256: C = 8 at T = 8, C = 16 (a non-portable cluster) from 9 */
+      {"glm-4.5", 8, 1, 32},         /* (session 33, lab call 98) */
       {"kimi-k2", 8, 0, 32},         /* wide rows, E = 384: up to T = 8, the pair at 9 */
       {"sig-e1024", 6, 1, 32},       /* wide rows, E >= 1024: up to T = 6 */
       {"qwen3", 5, 0, 32},           /* 16-bit softmax rows, k >= 8, E <= 128: the one-CTA route at T = 5, C = 8 at 6 */
@@ -2073,6 +2075,10 @@ static void group_thresholds(void) {
       {"glm-4.5", 16383, 1, 0},      /* E = 160: 12 per segment lane (v33b) */
       {"sig-e256", 16383, 1, 0},     /* E = 256, fp32 logits: 16 per segment lane (v33b) */
       {"sig-e160-h", 16383, 1, 0},   /* E = 160, fp16 logits: 12 per segment lane in 8-byte vectors (v33b) */
+      /* grouped sigmoid rows by segments (v35, session 33): 128 <= E <= 256, k <= 8, groups of whole segment lanes,
+         from T = 16384 (deepseek-r1's pair at 16383 / 16384 is above: route without moe_buf) */
+      {"sig-e256-g4", 16383, 1, 0},  /* (four groups of 64: four segment lanes per group) */
+      {"deepseek-r1", 16383, 0, 0},  /* (with a moe_buf: the gate kernel clears it, no segment form on either side) */
       /* 16-bit softmax rows with 16 elements per lane by the filter (v34, gate.cu mr_gate_filt_packed_on): from
          T = 1024 in the gate kernel (the chain; route with a moe_buf) */
       {"qwen3-next", 1023, 1, 0},
