@@ -299,8 +299,12 @@ extern "C" cudaError_t mr_cuda_launch_tiny_route(const mr_config* cfg, const mr_
                                                  int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   uint32_t cl_log2 = 0u;
   cudaError_t err = mr_tiny_route_plan_launch(cfg, a, o, topk_ids, topk_weights, stream, &cl_log2);
-  if (err != cudaSuccess && cl_log2 == 4u) { /* C = 16 refused: the device takes no more; the plan again (C <= 8) */
-    (void)cudaGetLastError();
+  /* C = 16 refused (v37): mr_launch_tiny_t's check before any launch (cudaErrorNotSupported, nothing launched), or
+   * the launch itself (cudaErrorInvalidClusterSize, or out of resources for a cluster of 16: not sticky); any other
+   * error is the caller's to see, untouched. The device takes no more C = 16; the plan again (C <= 8). */
+  if (cl_log2 == 4u && (err == cudaErrorNotSupported || err == cudaErrorInvalidClusterSize ||
+                        err == cudaErrorLaunchOutOfResources)) {
+    if (err != cudaErrorNotSupported) (void)cudaGetLastError();
     mr_cuda_tiny16_refuse();
     err = mr_tiny_route_plan_launch(cfg, a, o, topk_ids, topk_weights, stream, &cl_log2);
   }

@@ -59,7 +59,8 @@ typedef struct mr_tiny_k {
   uint32_t op_off;        /* its word offset: presence bitmap [32] | token mask per expert [E] */
   uint32_t ent_off;       /* word offset of the entry table read by the one-pass finish and the fallback: MR_TINY_ENT
                              (route), MR_TINY_TBL (the sort: up to 256 entries) */
-  uint32_t ctas_log2;     /* log2 of the CTAs that write the one-pass layout (1, 2, 4, 8; knob tiny_ctas): each
+  uint32_t ctas_log2;     /* log2 of the CTAs that write the one-pass layout (1, 2, 4, 8; 16 in the cluster form
+                             since v37; knob tiny_ctas): each
                              builds the same tables and writes the blocks b with b % ctas == its index */
   uint32_t threads;       /* the route kernel's CTA: MR_TINY_THREADS, or MR_TINY_THREADS16 (mr_tiny_cta16) */
   uint32_t probe;         /* lab knob tiny_probe (timing only, WRONG outputs), the one-pass route: 1 = stop after
@@ -1071,15 +1072,6 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
   cudaLaunchAttribute attr[2];
   unsigned na = 0;
   if (CL) { /* a cluster launch also for C = 1: DSMEM addressing and the cluster barrier as defined */
-    if (ctas > 8u) { /* C = 16 (lab knob tiny_cluster = 16): the non-portable size, once per device */
-      static int set[MR_MAX_DEVICES];
-      const int dev = mr_cuda_current_device();
-      if (dev < 0 || dev >= MR_MAX_DEVICES || !set[dev]) {
-        MR_TRY(cudaFuncSetAttribute(mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, PRE>,
-                                    cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-        if (dev >= 0 && dev < MR_MAX_DEVICES) set[dev] = 1;
-      }
-    }
     memset(attr, 0, sizeof attr[0]);
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = ctas;
@@ -1088,6 +1080,26 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     lc.attrs = attr;
     lc.numAttrs = 1;
     na = 1;
+    if (ctas > 8u) { /* C = 16 (v37): the non-portable size. Once per device and kernel, before any launch: the
+                        attribute, then whether one cluster of 16 of this launch's shape fits
+                        (cudaOccupancyMaxActiveClusters). Neither is a stream operation, so a first call inside a
+                        graph capture is safe; a device that says no (MPS, green contexts, a partitioned device)
+                        gets cudaErrorNotSupported here, with nothing launched, and mr_cuda_launch_tiny_route marks
+                        it refused and re-plans with C <= 8 (session 33's review). */
+      static signed char fits[MR_MAX_DEVICES]; /* 0 not asked, 1 fits, -1 refused */
+      const int dev = mr_cuda_current_device();
+      signed char v = dev >= 0 && dev < MR_MAX_DEVICES ? fits[dev] : 0;
+      if (v == 0) {
+        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, PRE>;
+        int n = 0;
+        cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&n, (const void*)kern, &lc);
+        if (e != cudaSuccess) (void)cudaGetLastError(); /* this query's own error (not sticky) */
+        v = e == cudaSuccess && n > 0 ? 1 : -1;
+        if (dev >= 0 && dev < MR_MAX_DEVICES) fits[dev] = v;
+      }
+      if (v < 0) return cudaErrorNotSupported;
+    }
   }
   mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, PRE>, g, *o, *K,

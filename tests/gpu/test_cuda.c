@@ -1898,6 +1898,12 @@ static void group_thresholds(void) {
        "sig-e256"},
       {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_FP16, 5120,
        "sig-e160-h"},
+      /* grouped sigmoid rows by segments (v35), shapes besides DeepSeek-R1's that its rule admits (session 33's
+         review): E = 128 (8 per segment lane, groups of two lanes), E = 160 in ten groups by their maximum, fp16 */
+      {128, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_BF16, 2048,
+       "sig-e128-g8"},
+      {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 10, 3, MOEROUTE_GROUP_SCORE_MAX, 1.0f, MOEROUTE_DTYPE_FP16, 2048,
+       "sig-e160-g10"},
   };
   static const struct {
     const char* shape;
@@ -2078,6 +2084,8 @@ static void group_thresholds(void) {
       /* grouped sigmoid rows by segments (v35, session 33): 128 <= E <= 256, k <= 8, groups of whole segment lanes,
          from T = 16384 (deepseek-r1's pair at 16383 / 16384 is above: route without moe_buf) */
       {"sig-e256-g4", 16383, 1, 0},  /* (four groups of 64: four segment lanes per group) */
+      {"sig-e128-g8", 16383, 1, 0},  /* (E = 128: groups of 16 = two segment lanes of 8) */
+      {"sig-e160-g10", 16383, 1, 0}, /* (E = 160, fp16, groups by their maximum: two segment lanes each) */
       {"deepseek-r1", 16383, 0, 0},  /* (with a moe_buf: the gate kernel clears it, no segment form on either side) */
       /* 16-bit softmax rows with 16 elements per lane by the filter (v34, gate.cu mr_gate_filt_packed_on): from
          T = 1024 in the gate kernel (the chain; route with a moe_buf) */
