@@ -504,6 +504,8 @@ void mr_cuda_note_where(const char* file, int line);
 #define MR_MAX_DEVICES 64
 /* The current device, or -1 (no usable device; the error is cleared). */
 int mr_cuda_current_device(void);
+/* The current device's slot in a per-device table of MR_MAX_DEVICES entries, or -1 (none, or beyond the table). */
+int mr_cuda_device_slot(void);
 /* Multiprocessor count of the current device (cached per device). */
 int mr_cuda_sm_count(void);
 /* 1 when the current device launches cooperative kernels (cached per device). */

@@ -317,13 +317,8 @@ static int mr_ctm_wanted(const mr_config* cfg) {
  * attribute: MPS, green contexts, a partitioned device): 1, and ctm takes no more calls
  * there; the call that saw the refusal runs the path ctm replaced (entry.cu). */
 static int mr_ctm_refused_dev[MR_MAX_DEVICES];
-/* the current device's slot in the per-device tables, or -1 */
-static int mr_ctm_device(void) {
-  const int d = mr_cuda_current_device();
-  return d < MR_MAX_DEVICES ? d : -1;
-}
 extern "C" int mr_cuda_ctm_refused(void) {
-  const int d = mr_ctm_device();
+  const int d = mr_cuda_device_slot();
   return d >= 0 && mr_ctm_refused_dev[d] != 0;
 }
 
@@ -357,7 +352,7 @@ extern "C" int mr_cuda_ctm_route_sort_takes(const mr_config* cfg, const mr_gate_
 template <typename KF, typename... Args>
 static cudaError_t mr_ctm_launch(KF kernel, int* attr_set, const mr_sort_out* o, const mr_ctm_k* K, size_t smem,
                                  cudaStream_t stream, Args... args) {
-  const int dev = mr_ctm_device();
+  const int dev = mr_cuda_device_slot();
   if (K->R > 8u && (dev < 0 || !attr_set[dev])) { /* once per kernel and device (benign race) */
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess) return e;
@@ -398,7 +393,7 @@ static cudaError_t mr_ctm_run(const mr_config* cfg, const mr_gate_args* a, Launc
     err = launch(&K, smem);
   }
   if (err != cudaSuccess) {
-    const int d = mr_ctm_device();
+    const int d = mr_cuda_device_slot();
     if (d >= 0) mr_ctm_refused_dev[d] = 1;
   }
   return err;

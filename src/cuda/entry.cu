@@ -109,6 +109,11 @@ extern "C" int mr_cuda_current_device(void) {
   return dev;
 }
 
+extern "C" int mr_cuda_device_slot(void) {
+  const int d = mr_cuda_current_device();
+  return d < MR_MAX_DEVICES ? d : -1;
+}
+
 /* A device attribute of the current device, cached per device (0 = not read
  * yet; benign race: every writer writes the same value); `fallback` when there
  * is no device or the query fails (not cached). */

@@ -269,12 +269,12 @@ struct mr_tiny_default_launch {
 /* Devices that refused the cluster form's C = 16 (mr_launch_tiny_t sets the non-portable size's attribute): 1 */
 static int mr_tiny16_refused_dev[MR_MAX_DEVICES];
 extern "C" int mr_cuda_tiny16_refused(void) {
-  const int d = mr_cuda_current_device();
-  return d >= 0 && d < MR_MAX_DEVICES && mr_tiny16_refused_dev[d] != 0;
+  const int d = mr_cuda_device_slot();
+  return d >= 0 && mr_tiny16_refused_dev[d] != 0;
 }
 extern "C" void mr_cuda_tiny16_refuse(void) {
-  const int d = mr_cuda_current_device();
-  if (d >= 0 && d < MR_MAX_DEVICES) mr_tiny16_refused_dev[d] = 1;
+  const int d = mr_cuda_device_slot();
+  if (d >= 0) mr_tiny16_refused_dev[d] = 1;
 }
 
 static cudaError_t mr_tiny_route_plan_launch(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,

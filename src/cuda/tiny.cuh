@@ -1087,8 +1087,8 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
                         gets cudaErrorNotSupported here, with nothing launched, and mr_cuda_launch_tiny_route marks
                         it refused and re-plans with C <= 8 (session 33's review). */
       static signed char fits[MR_MAX_DEVICES]; /* 0 not asked, 1 fits, -1 refused */
-      const int dev = mr_cuda_current_device();
-      signed char v = dev >= 0 && dev < MR_MAX_DEVICES ? fits[dev] : 0;
+      const int dev = mr_cuda_device_slot();
+      signed char v = dev >= 0 ? fits[dev] : 0;
       if (v == 0) {
         auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, PRE>;
         int n = 0;
@@ -1096,7 +1096,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
         if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&n, (const void*)kern, &lc);
         if (e != cudaSuccess) (void)cudaGetLastError(); /* this query's own error (not sticky) */
         v = e == cudaSuccess && n > 0 ? 1 : -1;
-        if (dev >= 0 && dev < MR_MAX_DEVICES) fits[dev] = v;
+        if (dev >= 0) fits[dev] = v;
       }
       if (v < 0) return cudaErrorNotSupported;
     }
