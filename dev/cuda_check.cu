@@ -252,7 +252,6 @@ static void gen_case(Case* c) {
   static const int Cl[] = {0, 0, 0, -1, 1, 2, 4, 8, 16}; /* tiny.cu's one-pass route by a cluster of C CTAs (v15; 16 since session 33): auto / off / C */
   c->tune.tiny_cluster = pick(Cl, 9);
   c->tune.tiny_warm = irand(2); /* the one-pass route's warm pass (v15) */
-  c->tune.tiny_pre = irand(2);  /* the one-pass route's early padding of blocks 0 .. k-1 (v38, session 33) */
   static const int Gt[] = {0, 0, 0, 1, 2, 3}; /* the grid token-mask sort (v16): off / sort + route / sort only / route fused */
   c->tune.gtm = pick(Gt, 6);
   c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
@@ -966,7 +965,7 @@ int main(int argc, char** argv) {
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
                "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d clear_tail=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
-               "p_seg_chain=%d tiny_pre=%d\n",
+               "p_seg_chain=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
@@ -974,7 +973,7 @@ int main(int argc, char** argv) {
                c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form,
                c.tune.persist_clear_ns, c.tune.gx, c.tune.gxs, c.tune.gx_stagger,
                c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.clear_tail, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
-               c.tune.p_seg_chain, c.tune.tiny_pre);
+               c.tune.p_seg_chain);
       free(h.logits);
       free(h.bias);
       free(h.mask);

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Device call 101 (written in session 33, not yet run): v38, tiny.cu's early padding (lab knob tiny_pre; targets.md D2
+# Device call 101 (written in session 33; ran in session 34 at e03a676 as lab call 101, dev/runs/run101/: v38 measured
+# SLOWER, +0.01 to +0.14 us at T = 2 - 4, and removed afterwards with wide_lab --tpre, so this script needs e03a676): v38, tiny.cu's early padding (lab knob tiny_pre; targets.md D2
 # candidate 1): blocks 0 .. k-1's slots [T, U) written by the warps without a row during the gating.
 # 1. wide_lab --tpre: the bits against the default route (16-bit softmax shapes, T = 2 - 8, U = 32 / 16, four input
 #    kinds including an expert mask), then the kernel and eager metrics, off / on, in one binary;

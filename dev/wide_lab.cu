@@ -1391,25 +1391,6 @@ static int town(void) {
   return bad;
 }
 
-/* --tpre (session 33, perf-log v38): tiny_pre, blocks 0 .. k-1's padding slots [T, U) written by the warps without a
- * row during the gating, against the default route: the 16-bit softmax shapes (PK, PKX) at T = 2 - 8 (one-pass
- * route; at T = 8 every warp gates a row and the form writes nothing early), four input kinds (with the mask the
- * early padding is off in the kernel), U = 32 and 16; bits, then the kernel metric. */
-static int tpre(void) {
-  static const int TS[] = {2, 3, 4, 5, 6, 7, 8}, TQ[] = {2, 5};
-  const int* ts = g_tm_quick ? TQ : TS;
-  const int nt = g_tm_quick ? 2 : 7;
-  mr_cuda_tune.tiny_cluster = 0; /* the default route (its cluster form from T = 6 for some shapes: not this form) */
-  printf("PKX: ");
-  const KnobAB x = {"tiny_pre", 0, 1, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_pre,
-                    mr_cuda_tiny_pre_c, ts, nt, 4, 1};
-  int bad = knob_ab(&x);
-  const KnobAB k = {"tiny_pre", 0, 1, PK, NPK, &mr_cuda_tune.tiny_pre, mr_cuda_tiny_pre_c, ts, nt, 4, 0};
-  bad |= knob_ab(&k);
-  mr_cuda_tune.tiny_cluster = -1;
-  return bad;
-}
-
 /* --tru (session 18, perf-log v17): wide_rank_unroll, the grouped wide rows' group ranks from eight
  * reads in flight, where tiny.cu's wide form routes (T = 1): grouped shapes with G = 4, 8, 12, 32,
  * top-2-sum and max group scores, fp32 / bf16 / fp16 logits, four input kinds. */
@@ -1444,7 +1425,6 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
-  if (argc > 1 && !strcmp(argv[1], "--tpre")) return tpre();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

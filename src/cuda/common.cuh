@@ -468,11 +468,6 @@ typedef struct mr_cuda_tuning {
                             k <= 8, from T = 16384, E > 256 from 8192), 1 = on (also grouped rows whose groups are
                             whole segment lanes: v35's lab form, not in the automatic rule), -1 = off. The same bits
                             either way */
-  int tiny_pre;          /* v38 (lab, session 33; targets.md D2 candidate 1): tiny.cu's one-pass route of 16-bit
-                            softmax rows, a warp per row, 256 threads, no expert mask: the warps without a row write
-                            the padding slots [T, U) of blocks 0 .. k-1 during the gating (those blocks exist whatever
-                            the picks, each holds at most T entries), and the layout after the barrier skips them:
-                            0 = off, 1 = on. The same bits either way */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */
@@ -522,8 +517,6 @@ int mr_cuda_clear_ctas(size_t bytes, int threads);
  * the launch: MPS, green contexts, a partitioned device); then C = 8 there. mr_cuda_tiny16_refuse marks it. */
 int mr_cuda_tiny16_refused(void);
 void mr_cuda_tiny16_refuse(void);
-/* tiny.cu's early padding (lab knob tiny_pre, v38): 1 where route's plan takes it. */
-int mr_cuda_tiny_pre_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's cluster form (lab knob tiny_cluster): its C for cfg, 0 where it does not run. */
 int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's warm pass (lab knob tiny_warm): 1 where route runs it. */

@@ -181,13 +181,6 @@ extern "C" int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a) {
   return mr_tiny_route_plan(cfg, a, &K) && K.own ? 1 : 0;
 }
 
-/* 1 when route runs v38's early padding (lab knob tiny_pre) for cfg: tiny.cu takes the call and its plan sets pre
- * (the kernel writes the early padding only without a mask and with fewer gating warps than 8). */
-extern "C" int mr_cuda_tiny_pre_c(const mr_config* cfg, const mr_gate_args* a) {
-  mr_tiny_k K;
-  return mr_tiny_route_plan(cfg, a, &K) && K.pre ? 1 : 0;
-}
-
 /* 1 when route runs the grouped wide rows with unrolled group ranks: tiny.cu takes the call and its
  * plan sets ru (only for grouped rows of the wide form, not the cluster form). */
 extern "C" int mr_cuda_tiny_ru_c(const mr_config* cfg, const mr_gate_args* a) {
@@ -289,8 +282,7 @@ static cudaError_t mr_tiny_route_plan_launch(const mr_config* cfg, const mr_gate
   const mr_tiny_launch_args x = {&g, o, &K, smem, mr_tiny_wide_kind(cfg, a), topk_ids, topk_weights, stream};
   if (K.cl && !x.wide && mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) /* lab knob tiny_cluster, fp32-key rows */
     return mr_cuda_launch_tiny_lab_rows(cfg, a, &x);
-  if (K.cl || K.warm || K.own || K.ru || K.pre) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll,
-                                                   tiny_pre */
+  if (K.cl || K.warm || K.own || K.ru) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll */
     return mr_cuda_launch_tiny_lab(cfg, a, &x);
   return mr_tiny_dispatch(cfg, a, mr_tiny_default_launch{x});
 }

@@ -78,11 +78,8 @@ typedef struct mr_tiny_k {
                              (live = false), so that the layout's instructions are fetched before the barrier
                              (the one-pass route with 256 threads; a kernel instantiation of its own) */
   /* (two 16-bit flags in one word: the kernels' parameter block keeps its size and layout) */
-  uint8_t own;            /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
+  uint16_t own;           /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
                              (mr_tiny_onepass OWN; a kernel instantiation of its own) */
-  uint8_t pre;            /* lab knob tiny_pre (v38): blocks 0 .. k-1's padding slots [T, U) by the warps without a
-                             row during the gating (mr_tiny_route_kernel PRE; a kernel instantiation of its own).
-                             own and pre: host-side flags (no kernel reads them; one 16-bit word as before) */
   uint16_t ru;            /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
                              flight (mr_gate_wide_row RU; a kernel instantiation of its own) */
 } mr_tiny_k;
@@ -259,12 +256,9 @@ template <bool FROM_IDS = false, /* entries from a caller's top-k (mr_tiny_sort_
           uint32_t NT = MR_TINY_THREADS, /* the CTA's threads: 256, or 512 for the route at 9 <= T <= 16 */
           uint32_t NWD = 0, /* 0: lane l holds presence word l (shuffles); else every thread holds the NWD >= E/32
                                words in registers (v14, knob tiny_op_regs; NWD % 4 == 0) */
-          bool OWN = false, /* the blocks by word ownership (v17, lab knob tiny_op_own): warp w takes presence
+          bool OWN = false> /* the blocks by word ownership (v17, lab knob tiny_op_own): warp w takes presence
                                words w, w + NW, ...; lane l of word q is expert 32q + l, whose block is the word's
                                prefix plus popc of the bits below l: no search (see the block loop) */
-          bool PRE = false> /* v38 (lab knob tiny_pre): where the route kernel's warps without a row wrote blocks
-                               0 .. k-1's slots [T, U) before the barrier (no mask, fewer gating warps than NW), the
-                               padding loops stop those blocks at T */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                                 bool has_mask,
                                                 bool live = true) { /* false: the warm pass (tk.warm), the same
@@ -274,8 +268,6 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   const uint32_t tid = threadIdx.x, lane = tid & 31u, warp = tid >> 5;
   const uint32_t U = tk.U, nwords = (tk.E + 31u) / 32u;
   const uint32_t cta = blockIdx.x, rl = tk.ctas_log2; /* this CTA's blocks: b % 2^rl == cta */
-  /* PRE (v38): blocks b < pre_k have slots [T, U) written already (the route kernel's idle warps) */
-  const uint32_t pre_k = PRE && !has_mask && tk.gate_warps < (int32_t)NW ? tk.k : 0u;
   const uint32_t* pb = sm + tk.op_off;
   const uint32_t* tm = pb + 32;
   /* entries (FROM_IDS: an id outside [0, E), stored as E, is dropped; gating gives none) */
@@ -382,8 +374,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
       for (uint32_t m = __ballot_sync(MR_FULL_MASK, has); m != 0u; m &= m - 1u) {
         const int j = __ffs(m) - 1;
         const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, j), bj = __shfl_sync(MR_FULL_MASK, b, j);
-        const uint32_t re = PRE && bj < pre_k ? tk.T : U;
-        for (uint32_t r = cj + lane; r < re; r += 32u) mr_emit_pad_slot(&o, bj * U + r);
+        for (uint32_t r = cj + lane; r < U; r += 32u) mr_emit_pad_slot(&o, bj * U + r);
       }
     }
   } else {
@@ -438,8 +429,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
       for (uint32_t j = 0; j < nb; ++j) {
         const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, (int)j);
         const uint32_t bj = ((base + warp + NW * j) << rl) | cta;
-        const uint32_t qe = PRE && bj < pre_k ? tk.T : U;
-        for (uint32_t q = cj + lane; q < qe; q += 32u)
+        for (uint32_t q = cj + lane; q < U; q += 32u)
           if (live) mr_emit_pad_slot(&o, bj * U + q);
       }
     }
@@ -543,8 +533,7 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
           bool WARM = false, /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
           bool OWN = false,  /* the blocks by word ownership (tk.own, v17): likewise */
-          bool RU = false,   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
-          bool PRE = false>  /* blocks 0 .. k-1's padding during the gating (tk.pre, v38): likewise */
+          bool RU = false>   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
 __global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
@@ -554,7 +543,6 @@ __global__ void __launch_bounds__(NT, 1)
   static_assert(!WARM || (ONEPASS && !CL && !WIDE), "the warm pass: the one-pass route, a warp per row");
   static_assert(!OWN || (ONEPASS && !CL && !WIDE && !WARM), "word ownership: the one-pass route, a warp per row");
   static_assert(!RU || (WIDE && !ONEPASS && !CL && KIND == MR_KIND_GROUPED), "ranks unrolled: grouped wide rows");
-  static_assert(!PRE || (ONEPASS && !CL && !WIDE && !WARM), "early padding: the one-pass route, a warp per row");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
@@ -598,18 +586,6 @@ __global__ void __launch_bounds__(NT, 1)
   /* mr_tiny_solo_pad (T = 1: n = k <= 32; never with the one-pass finish, T >= 2) */
   const bool solo = !ONEPASS && tk.T == 1u && !has_mask;
   if (solo && warp >= gating_warps) mr_tiny_solo_pad(o, tk, gating_warps * 32u);
-  /* PRE (v38, lab knob tiny_pre; targets.md D2 candidate 1): without a mask every token's k picks are distinct
-   * present experts, so blocks 0 .. k-1 exist whatever the picks, and each holds at most T entries (one per token):
-   * their slots [T, U) are padding. The warps without a row write this CTA's share of them (b % ctas == its index)
-   * now, under the gating; mr_tiny_onepass<.., PRE> stops those blocks' padding at T. */
-  if constexpr (PRE) {
-    if (!has_mask && gating_warps < NW && warp >= gating_warps) {
-      const uint32_t it = tid - gating_warps * 32u, stride = (NW - gating_warps) * 32u;
-#pragma unroll 1
-      for (uint32_t b = blockIdx.x; b < tk.k; b += ctas)
-        for (uint32_t q = tk.T + it; q < tk.U; q += stride) mr_emit_pad_slot(&o, b * tk.U + q);
-    }
-  }
 
   /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
   int32_t id0 = 0;
@@ -695,9 +671,9 @@ __global__ void __launch_bounds__(NT, 1)
 #pragma unroll 1
       for (uint32_t rep = live && tk.probe == 6u ? 0u : 1u; rep < 2u; ++rep) /* lab probe 6: twice */
         if (NWD > 0u && tk.op_regs)
-          mr_tiny_onepass<false, NT, NWD, OWN, PRE>(o, tk, sm, has_mask, live);
+          mr_tiny_onepass<false, NT, NWD, OWN>(o, tk, sm, has_mask, live);
         else
-          mr_tiny_onepass<false, NT, 0u, OWN, PRE>(o, tk, sm, has_mask, live);
+          mr_tiny_onepass<false, NT, 0u, OWN>(o, tk, sm, has_mask, live);
     }
     MR_STAMP(7);
     return;
@@ -1049,7 +1025,6 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
     K->own = mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) && !K->warm ? 1 : 0; /* 256 and 512 threads */
-    K->pre = mr_cuda_tune.tiny_pre > 0 && !K->warm && K->threads == MR_TINY_THREADS ? 1 : 0; /* v38 (lab): 256 only */
     K->ctas_log2 = mr_tiny_route_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
@@ -1060,7 +1035,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
 }
 
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false, bool OWN = false, bool RU = false, bool PRE = false>
+          bool WARM = false, bool OWN = false, bool RU = false>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -1090,7 +1065,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
       const int dev = mr_cuda_device_slot();
       signed char v = dev >= 0 ? fits[dev] : 0;
       if (v == 0) {
-        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, PRE>;
+        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU>;
         int n = 0;
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&n, (const void*)kern, &lc);
@@ -1102,7 +1077,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     }
   }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, PRE>, g, *o, *K,
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU>, g, *o, *K,
                             topk_ids, topk_weights));
   return cudaSuccess;
 }

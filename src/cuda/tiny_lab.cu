@@ -1,6 +1,6 @@
 /*
  * tiny_lab.cu - the instantiations of tiny.cu's lab knobs tiny_cluster (16-bit softmax rows, wide gate rows)
- * and tiny_warm (perf-log v15), tiny_op_own and wide_rank_unroll (v17), and tiny_pre (v38)
+ * and tiny_warm (perf-log v15), and tiny_op_own and wide_rank_unroll (v17)
  * (tiny.cuh's kernel templates; a translation unit of its own so that these lab-only kernels
  * compile in parallel with tiny.cu's default ones).
  *
@@ -20,13 +20,6 @@ struct mr_tiny_lab_launch {
       if (K->onepass && K->warm) /* the warm pass */
         return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, true>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-      if (K->onepass && K->pre && K->threads == MR_TINY_THREADS) { /* v38: early padding (lab knob tiny_pre) */
-        if (K->own)
-          return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, true, false, true>(
-              x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, false, false, true>(
-            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-      }
       if (K->onepass && K->own) { /* the blocks by word ownership, 256 or 512 threads as the default */
         if constexpr (EPL <= 16)
           if (K->threads == MR_TINY_THREADS16)
