@@ -41,6 +41,10 @@
  * --tru (session 18, perf-log v17): the grouped wide rows' group ranks unrolled
  *    (mr_cuda_tune.wide_rank_unroll) against the default, tiny.cu's wide route at T = 1, four grouped
  *    shapes, as --twarm: bits, then the kernel and eager metrics. --no-time [--quick]: the check alone.
+ * --tlate (session 34, perf-log v39): T = 1's padding written once the gating warp's row has arrived
+ *    (mr_cuda_tune.tiny_solo_late) against the default, 16-bit softmax rows, as --twarm: bits, then the kernel,
+ *    eager and graph metrics (the graph metric: a one-call graph replayed back to back).
+ *    --no-time [--quick]: the check alone.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed. --time-only [--no-buf]: the timing table alone (--no-buf: without moe_buf, the
  *    16-bit softmax shapes at T >= 48; session 18).
@@ -1252,6 +1256,41 @@ static double time_eager_route(Case* c, cudaStream_t s) {
   return lab_median(v, N);
 }
 
+/* The graph metric (benchmarking.md): one route call captured in a graph, the graph replayed back to back, events
+ * around 200 replays; the median of 5 such, us per replay. */
+static int g_graph1; /* knob_ab: the graph column too */
+static double time_graph1_route(Case* c, cudaStream_t s) {
+  cudaGraph_t g;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+  if (moeroute_cuda_route(&c->p, &c->b, s) != MOEROUTE_OK) {
+    fprintf(stderr, "graph route: %s\n", moeroute_last_error());
+    exit(2);
+  }
+  CK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t ge;
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  enum { N = 200, REPS = 5 };
+  for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(ge, s));
+  double v[REPS];
+  for (int r = 0; r < REPS; ++r) {
+    CK(cudaEventRecord(e0, s));
+    for (int i = 0; i < N; ++i) CK(cudaGraphLaunch(ge, s));
+    CK(cudaEventRecord(e1, s));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0.0f;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    v[r] = ms * 1000.0 / N;
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return lab_median(v, REPS);
+}
+
 /* A lab knob of tiny.cu's one-pass route off / on (--twarm, --town): where the default route is the
  * one-pass route and the library says the knob's form runs (lib_runs with the knob on), every case
  * bit for bit against the default; the others are counted as skipped. Then the kernel metric and the
@@ -1319,7 +1358,10 @@ static int knob_ab(const KnobAB* k) {
   if (g_check_only || k->check_only) return bad ? 1 : 0;
   printf("\nus, route (moe_buf cleared, U = 32), the default route (%s off) | on: kernel metric | eager metric "
          "(cold L2)\n", k->name);
-  printf("%-14s %3s %7s %7s || %7s %7s\n", "shape", "T", "k_off", "k_on", "e_off", "e_on");
+  if (g_graph1) printf("(then the graph metric: one call captured per graph, replayed back to back)\n");
+  printf("%-14s %3s %7s %7s || %7s %7s", "shape", "T", "k_off", "k_on", "e_off", "e_on");
+  if (g_graph1) printf(" || %7s %7s", "g_off", "g_on");
+  printf("\n");
   for (int si = 0; si < k->ns; ++si)
     for (int ti = 0; ti < k->nt; ++ti) {
       if (k->TS[ti] * k->sh[si].k > 128) continue;
@@ -1329,15 +1371,18 @@ static int knob_ab(const KnobAB* k) {
         free_case(&c);
         continue;
       }
-      double r[4];
+      double r[6];
+      const int nv = g_graph1 ? 6 : 4;
       for (int rep = 0; rep < 2; ++rep) /* two alternating passes, the lower kept */
-        for (int v = 0; v < 4; ++v) {
+        for (int v = 0; v < nv; ++v) {
           *k->knob = v & 1 ? k->on : k->off;
-          const double x = v < 2 ? time_op(&c, 0, 1, s) : time_eager_route(&c, s);
+          const double x = v < 2 ? time_op(&c, 0, 1, s) : v < 4 ? time_eager_route(&c, s) : time_graph1_route(&c, s);
           if (rep == 0 || x < r[v]) r[v] = x;
         }
       *k->knob = 0;
-      printf("%-14s %3d %7.2f %7.2f || %7.2f %7.2f\n", k->sh[si].name, k->TS[ti], r[0], r[1], r[2], r[3]);
+      printf("%-14s %3d %7.2f %7.2f || %7.2f %7.2f", k->sh[si].name, k->TS[ti], r[0], r[1], r[2], r[3]);
+      if (g_graph1) printf(" || %7.2f %7.2f", r[4], r[5]);
+      printf("\n");
       fflush(stdout);
       free_case(&c);
     }
@@ -1391,6 +1436,23 @@ static int town(void) {
   return bad;
 }
 
+/* --tlate (session 34, perf-log v39): tiny_solo_late, T = 1's padding written once the gating warp's row has
+ * arrived, against the default (the padding from the kernel's start): the 16-bit softmax shapes (PK, PKX) at T = 1,
+ * four input kinds (with the expert mask the kernel keeps the default's order: no solo form), U = 32 and 16; bits,
+ * then the kernel, eager and graph metrics (g_graph1: the graph column, a one-call graph replayed 200 times). */
+static int tlate(void) {
+  static const int TS[] = {1};
+  g_graph1 = 1;
+  printf("PKX: ");
+  const KnobAB x = {"tiny_solo_late", 0, 1, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_solo_late,
+                    mr_cuda_tiny_late_c, TS, 1, 4, 1};
+  int bad = knob_ab(&x);
+  const KnobAB k = {"tiny_solo_late", 0, 1, PK, NPK, &mr_cuda_tune.tiny_solo_late, mr_cuda_tiny_late_c, TS, 1, 4, 0};
+  bad |= knob_ab(&k);
+  g_graph1 = 0;
+  return bad;
+}
+
 /* --tru (session 18, perf-log v17): wide_rank_unroll, the grouped wide rows' group ranks from eight
  * reads in flight, where tiny.cu's wide form routes (T = 1): grouped shapes with G = 4, 8, 12, 32,
  * top-2-sum and max group scores, fp32 / bf16 / fp16 logits, four input kinds. */
@@ -1425,6 +1487,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
+  if (argc > 1 && !strcmp(argv[1], "--tlate")) return tlate();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

@@ -374,6 +374,9 @@ typedef struct mr_cuda_tuning {
   int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
                             during gating with its loads and stores off, fetching its instructions ahead (v15,
                             lab): 0 = off, 1 = on */
+  int tiny_solo_late;    /* tiny.cu's route at T = 1 without a mask, a warp per row (the "solo" form): the idle warps
+                            write the padding once the gating warp's row has arrived instead of from the start
+                            (v39, lab, session 34; v38's outcome): 0 = off, 1 = on. The same bits either way */
   int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
                             ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
                             its word's prefix, no search; v17): 0 = auto (tiny.cuh mr_tiny_own_auto: k <= 4,
@@ -521,6 +524,8 @@ void mr_cuda_tiny16_refuse(void);
 int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's warm pass (lab knob tiny_warm): 1 where route runs it. */
 int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a);
+/* tiny.cu's late solo padding (lab knob tiny_solo_late, v39): 1 where route runs it. */
+int mr_cuda_tiny_late_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's blocks by word ownership (lab knob tiny_op_own): 1 where route runs them. */
 int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's grouped wide rows with unrolled group ranks (lab knob wide_rank_unroll): 1 where route runs them. */
@@ -754,6 +759,14 @@ __device__ __forceinline__ void mr_cluster_arrive_relaxed(void) {
 /* named CTA barrier: `count` threads (a multiple of 32) on barrier `id` */
 __device__ __forceinline__ void mr_bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+/* the same without .aligned (barrier.sync / barrier.arrive), for warps that reach the barrier at different
+ * instructions (synccheck reports the aligned form there); arrive does not wait */
+__device__ __forceinline__ void mr_bar_sync_n(uint32_t id, uint32_t count) {
+  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mr_bar_arrive_n(uint32_t id, uint32_t count) {
+  asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 /* Knobs of the decode path for the lab (dev/); defaults 0. */

@@ -77,9 +77,12 @@ typedef struct mr_tiny_k {
                              the one-pass layout's code once during gating with its shared loads and stores off
                              (live = false), so that the layout's instructions are fetched before the barrier
                              (the one-pass route with 256 threads; a kernel instantiation of its own) */
-  /* (two 16-bit flags in one word: the kernels' parameter block keeps its size and layout) */
-  uint16_t own;           /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
+  /* (two 8-bit flags and a 16-bit one in one word: the kernels' parameter block keeps its size and layout) */
+  uint8_t own;            /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
                              (mr_tiny_onepass OWN; a kernel instantiation of its own) */
+  uint8_t late;           /* lab knob tiny_solo_late (v39): at T = 1 without a mask, the idle warps write the padding
+                             only once the gating warp's row has arrived (mr_tiny_route_kernel LATE; a kernel
+                             instantiation of its own). own and late: host-side flags, no kernel reads them */
   uint16_t ru;            /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
                              flight (mr_gate_wide_row RU; a kernel instantiation of its own) */
 } mr_tiny_k;
@@ -533,7 +536,8 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
           bool WARM = false, /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
           bool OWN = false,  /* the blocks by word ownership (tk.own, v17): likewise */
-          bool RU = false>   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
+          bool RU = false,   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
+          bool LATE = false> /* T = 1's padding after the row's arrival (tk.late, v39): likewise */
 __global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
@@ -543,6 +547,7 @@ __global__ void __launch_bounds__(NT, 1)
   static_assert(!WARM || (ONEPASS && !CL && !WIDE), "the warm pass: the one-pass route, a warp per row");
   static_assert(!OWN || (ONEPASS && !CL && !WIDE && !WARM), "word ownership: the one-pass route, a warp per row");
   static_assert(!RU || (WIDE && !ONEPASS && !CL && KIND == MR_KIND_GROUPED), "ranks unrolled: grouped wide rows");
+  static_assert(!LATE || (!ONEPASS && !WIDE && !CL), "late solo padding: T = 1, a warp per row");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
@@ -585,7 +590,14 @@ __global__ void __launch_bounds__(NT, 1)
   const uint32_t mask_warp = gating_warps < NW ? NW - 1u : 0u;
   /* mr_tiny_solo_pad (T = 1: n = k <= 32; never with the one-pass finish, T >= 2) */
   const bool solo = !ONEPASS && tk.T == 1u && !has_mask;
-  if (solo && warp >= gating_warps) mr_tiny_solo_pad(o, tk, gating_warps * 32u);
+  if (solo && warp >= gating_warps) {
+    /* LATE (v39, lab knob tiny_solo_late): the padding's stores wait for the gating warp's row (named barrier 1:
+     * warp 0 arrives once its row's words are in registers). v38 (session 34, perf-log) measured stores issued
+     * under the gating slowing the call: they are issued in the same cycles as the row's load, which heads the
+     * gating chain, on the same path to L2. Here they are issued while the row is gated, from registers. */
+    if constexpr (LATE) mr_bar_sync_n(1u, NT);
+    mr_tiny_solo_pad(o, tk, gating_warps * 32u);
+  }
 
   /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
   int32_t id0 = 0;
@@ -606,6 +618,14 @@ __global__ void __launch_bounds__(NT, 1)
     mr_load_lane<W, EPL>(row0, lane, tk.E, ninf, has_row, raw);
     if (KIND != MR_KIND_PACKED)
       mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, tk.E, 0u, has_row && g.bias != NULL, braw);
+    if constexpr (LATE) {
+      if (solo && has_row) { /* warp 0 (T = 1): a shared store of its row's first and last words waits for the
+                                loads (the barrier orders it before the arrival), then the padding warps go */
+        __shared__ uint32_t s_late;
+        if (lane == 0u) *(volatile uint32_t*)&s_late = raw[0] ^ raw[EPL - 1];
+        mr_bar_arrive_n(1u, NT);
+      }
+    }
     if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
       mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
     if (has_row) {
@@ -1019,6 +1039,8 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->gate_warps = cfg->num_tokens < nw ? (int32_t)cfg->num_tokens : nw;
   }
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
+  /* v39 (lab): T = 1 a warp per row, not the one-pass finish (T >= 2); the kernel takes it without a mask only */
+  K->late = mr_cuda_tune.tiny_solo_late > 0 && !wide && cfg->num_tokens == 1 && !mr_tiny_onepass_wanted(cfg) ? 1 : 0;
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
@@ -1035,7 +1057,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
 }
 
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false, bool OWN = false, bool RU = false>
+          bool WARM = false, bool OWN = false, bool RU = false, bool LATE = false>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -1065,7 +1087,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
       const int dev = mr_cuda_device_slot();
       signed char v = dev >= 0 ? fits[dev] : 0;
       if (v == 0) {
-        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU>;
+        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE>;
         int n = 0;
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&n, (const void*)kern, &lc);
@@ -1077,7 +1099,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     }
   }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU>, g, *o, *K,
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE>, g, *o, *K,
                             topk_ids, topk_weights));
   return cudaSuccess;
 }
