@@ -255,7 +255,6 @@ static void gen_case(Case* c) {
   static const int Gt[] = {0, 0, 0, 1, 2, 3}; /* the grid token-mask sort (v16): off / sort + route / sort only / route fused */
   c->tune.gtm = pick(Gt, 6);
   c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
-  c->tune.tiny_solo_late = irand(2);  /* T = 1's padding after the row's arrival (v39, session 34) */
   c->tune.wide_rank_unroll = irand(3) - 1; /* the grouped wide rows' group ranks unrolled (v17): off / auto / on */
   c->tune.gate_seg_filter = irand(3) - 1; /* the segment rows' filter before the network (v20): never / auto / always */
   c->tune.gate_seg_form = irand(5) - 1; /* the segment rows' form (v21): v20's / automatic / packed pairs / packed,
@@ -287,6 +286,8 @@ static void gen_case(Case* c) {
   c->tune.p_seg_chain = irand(3) - 1; /* route + buf by P, segmented rows: the capped gate / auto / the chain's order (v27) */
   c->tune.gate_filt = irand(3) - 1; /* the gate kernel's fp32-key rows by the filter (v31): never / auto / at every T */
   c->tune.gate_filt_approx = irand(2) - 1; /* its sigmoid rows on approximate keys first (v31b): off / on */
+  /* drawn last, so that the seeds of the cases before it keep their draws */
+  c->tune.tiny_solo_late = irand(2); /* T = 1's padding after the row's arrival (v39, session 34): off / on */
 }
 
 /* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:

@@ -11,9 +11,10 @@
 # for k = 4 (124); the graph metric by as much (DeepSeek-R1 softmax T = 1 graph 3.38 on the H200 in run 57, target
 # 3.37).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run102.sh > $OUT/lab_summary.txt 2>&1
-# (the files come back in $OUT/lab.tgz; the device tool returns at most 8 files, so keep extra logs in the tarball)
+# (the prelude also builds gxs_lab, unused here: ~10 s. The files come back in $OUT/lab.tgz; the device tool returns at most 8 files, so keep extra logs in the tarball)
 . dev/lab_gxs_prelude.sh
-nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab > $OUT/lab/wide_build.log 2>&1
+nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/wide_lab.cu $B/libmoeroute.a -o $B/wide_lab > $OUT/lab/wide_build.log 2>&1 \
+  || { echo "wide_lab build failed"; tail -20 $OUT/lab/wide_build.log; }
 timeout ${TLATE_S:-90} $B/wide_lab --tlate > $OUT/lab/tlate.log 2>&1; echo "rc=$?" >> $OUT/lab/tlate.log
 grep -E "check:|MISMATCH|rc=" $OUT/lab/tlate.log | head -6
 grep -E "^(ds-softmax|gpt-oss-120b|qwen3-235b|qwen3-next|olmoe|e1024-k8) " $OUT/lab/tlate.log | head -20

@@ -1291,10 +1291,11 @@ static double time_graph1_route(Case* c, cudaStream_t s) {
   return lab_median(v, REPS);
 }
 
-/* A lab knob of tiny.cu's one-pass route off / on (--twarm, --town): where the default route is the
- * one-pass route and the library says the knob's form runs (lib_runs with the knob on), every case
- * bit for bit against the default; the others are counted as skipped. Then the kernel metric and the
- * eager metric (events around one call after an L2 flush, as moeroute bench), off / on. */
+/* A lab knob of tiny.cu's route off / on (--twarm, --town, --tru, --tlate): where the library says the knob's
+ * form runs (lib_runs with the knob on; for --tlate that includes the mask cases, where the kernel takes the
+ * default's order), every case bit for bit against the default; the others are counted as skipped. Then the
+ * kernel metric and the eager metric (events around one call after an L2 flush, as moeroute bench), off / on, and
+ * with g_graph1 the graph metric. */
 typedef struct KnobAB {
   const char* name; /* the knob, as printed */
   int off, on;      /* its values for off and on */
@@ -1355,7 +1356,10 @@ static int knob_ab(const KnobAB* k) {
   g_unit = 32;
   printf("check: %ld cases, %ld mismatches (%s on against the default route, bits; %ld cases skipped where the "
          "library says the form does not run)\n", checks, bad, k->name, skipped);
-  if (g_check_only || k->check_only) return bad ? 1 : 0;
+  if (g_check_only || k->check_only) {
+    CK(cudaStreamDestroy(s));
+    return bad ? 1 : 0;
+  }
   printf("\nus, route (moe_buf cleared, U = 32), the default route (%s off) | on: kernel metric | eager metric "
          "(cold L2)\n", k->name);
   if (g_graph1) printf("(then the graph metric: one call captured per graph, replayed back to back)\n");

@@ -2,8 +2,9 @@
  * tiny.cuh - tiny.cu's one-CTA decode route (see tiny.cu's header for what it does and why):
  * the kernel templates, their device code and the host plan, shared by tiny.cu (the default
  * kernels, the sort kernel and the entry points) and the lab kernels' translation units
- * (tiny_lab.cu, tiny_lab_rows.cu: the instantiations of the lab knobs tiny_cluster, tiny_warm and
- * tiny_op_own, compiled in parallel with tiny.cu instead of lengthening its build).
+ * (tiny_lab.cu, tiny_lab_rows.cu: the instantiations of the lab knobs tiny_cluster, tiny_warm,
+ * tiny_op_own, wide_rank_unroll and tiny_solo_late, compiled in parallel with tiny.cu instead of lengthening its
+ * build).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -86,6 +87,10 @@ typedef struct mr_tiny_k {
   uint16_t ru;            /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
                              flight (mr_gate_wide_row RU; a kernel instantiation of its own) */
 } mr_tiny_k;
+/* the parameter block's layout (the flags above share one word: v38 / v39 kept the default kernels' bytes) */
+static_assert(sizeof(mr_tiny_k) == 88 && offsetof(mr_tiny_k, own) == 84 && offsetof(mr_tiny_k, late) == 85 &&
+                  offsetof(mr_tiny_k, ru) == 86,
+              "mr_tiny_k's layout");
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
  * (contract: bit-exact). t by tiny.cu's 20-bit reciprocal of k: exact while
@@ -205,7 +210,8 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
 /* T = 1 without a mask ("solo", v8): the k picks are k distinct experts, one
  * entry and one block each, so slot j of [0, k*U) is padding exactly when
  * j % U != 0 and the totals are k*U: the idle warps write the padding while the
- * row is gated, and the gating warp places its own picks. No barrier, no table. */
+ * row is gated, and the gating warp places its own picks. No table, and no barrier but
+ * the lab form's (v39, LATE: the padding waits for the gating warp's row). */
 __device__ __forceinline__ void mr_tiny_solo_pad(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t first) {
   const uint32_t U = tk.U, nslot = tk.n * U, step = MR_TINY_THREADS - first;
 #pragma unroll 1
@@ -592,7 +598,9 @@ __global__ void __launch_bounds__(NT, 1)
   const bool solo = !ONEPASS && tk.T == 1u && !has_mask;
   if (solo && warp >= gating_warps) {
     /* LATE (v39, lab knob tiny_solo_late): the padding's stores wait for the gating warp's row (named barrier 1:
-     * warp 0 arrives once its row's words are in registers). v38 (session 34, perf-log) measured stores issued
+     * warp 0 arrives once lane 0's first and last row words are in registers, which in practice means the whole
+     * row: its words are unpacked right after the loads; a timing matter only, the padding slots and warp 0's
+     * slots never overlap). v38 (session 34, perf-log) measured stores issued
      * under the gating slowing the call: they are issued in the same cycles as the row's load, which heads the
      * gating chain, on the same path to L2. Here they are issued while the row is gated, from registers. */
     if constexpr (LATE) mr_bar_sync_n(1u, NT);
@@ -619,8 +627,9 @@ __global__ void __launch_bounds__(NT, 1)
     if (KIND != MR_KIND_PACKED)
       mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, tk.E, 0u, has_row && g.bias != NULL, braw);
     if constexpr (LATE) {
-      if (solo && has_row) { /* warp 0 (T = 1): a shared store of its row's first and last words waits for the
-                                loads (the barrier orders it before the arrival), then the padding warps go */
+      if (solo && has_row) { /* warp 0 (T = 1): lane 0's shared store of its row's first and last words cannot
+                                issue before those loads complete (in-order issue; the asm's "memory" clobber keeps
+                                the arrive after the store in program order), then the padding warps go */
         __shared__ uint32_t s_late;
         if (lane == 0u) *(volatile uint32_t*)&s_late = raw[0] ^ raw[EPL - 1];
         mr_bar_arrive_n(1u, NT);
@@ -1134,8 +1143,8 @@ static cudaError_t mr_tiny_dispatch(const mr_config* cfg, const mr_gate_args* a,
 }
 
 /* The lab knobs' instantiations, in translation units of their own (compiled in parallel):
- * tiny_lab.cu the cluster form of 16-bit softmax and wide rows and the warm pass, tiny_lab_rows.cu
- * the cluster form of the fp32-key rows a warp per row. */
+ * tiny_lab.cu the cluster form of 16-bit softmax and wide rows, the warm pass, word ownership, the unrolled
+ * group ranks and the late solo padding; tiny_lab_rows.cu the cluster form of the fp32-key rows a warp per row. */
 extern "C" cudaError_t mr_cuda_launch_tiny_lab(const mr_config* cfg, const mr_gate_args* a,
                                               const mr_tiny_launch_args* x);
 extern "C" cudaError_t mr_cuda_launch_tiny_lab_rows(const mr_config* cfg, const mr_gate_args* a,
