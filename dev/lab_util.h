@@ -59,10 +59,10 @@ static inline double lab_median(double* v, int n) {
   return v[n / 2];
 }
 
-/* Kernel metric of a captured graph g of `calls` calls on stream s: `warm`
- * replays first, then the median of `reps` (<= 32) replays, us per call.
+/* A captured graph g instantiated and replayed on stream s: `warm` replays first, then `reps` (<= 32) times
+ * `launches` replays back to back between two events; the median of the reps, us per replay divided by `per`.
  * Destroys g. */
-static inline double lab_graph_us(cudaGraph_t g, int calls, int reps, int warm, cudaStream_t s) {
+static inline double lab_graph_replay_us(cudaGraph_t g, int launches, double per, int reps, int warm, cudaStream_t s) {
   cudaGraphExec_t ge;
   CK(cudaGraphInstantiate(&ge, g, 0));
   cudaEvent_t e0, e1;
@@ -73,18 +73,25 @@ static inline double lab_graph_us(cudaGraph_t g, int calls, int reps, int warm, 
   if (reps > 32) reps = 32;
   for (int r = 0; r < reps; ++r) {
     CK(cudaEventRecord(e0, s));
-    CK(cudaGraphLaunch(ge, s));
+    for (int i = 0; i < launches; ++i) CK(cudaGraphLaunch(ge, s));
     CK(cudaEventRecord(e1, s));
     CK(cudaEventSynchronize(e1));
     float ms;
     CK(cudaEventElapsedTime(&ms, e0, e1));
-    ts[r] = ms * 1000.0 / calls;
+    ts[r] = ms * 1000.0 / launches / per;
   }
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(g));
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   return lab_median(ts, reps);
+}
+
+/* Kernel metric of a captured graph g of `calls` calls on stream s: `warm`
+ * replays first, then the median of `reps` (<= 32) replays, us per call.
+ * Destroys g. */
+static inline double lab_graph_us(cudaGraph_t g, int calls, int reps, int warm, cudaStream_t s) {
+  return lab_graph_replay_us(g, 1, (double)calls, reps, warm, s);
 }
 
 #endif /* MOEROUTE_DEV_LAB_UTIL_H */

@@ -1267,28 +1267,7 @@ static double time_graph1_route(Case* c, cudaStream_t s) {
     exit(2);
   }
   CK(cudaStreamEndCapture(s, &g));
-  cudaGraphExec_t ge;
-  CK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  enum { N = 200, REPS = 5 };
-  for (int i = 0; i < 20; ++i) CK(cudaGraphLaunch(ge, s));
-  double v[REPS];
-  for (int r = 0; r < REPS; ++r) {
-    CK(cudaEventRecord(e0, s));
-    for (int i = 0; i < N; ++i) CK(cudaGraphLaunch(ge, s));
-    CK(cudaEventRecord(e1, s));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0.0f;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    v[r] = ms * 1000.0 / N;
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  CK(cudaGraphExecDestroy(ge));
-  CK(cudaGraphDestroy(g));
-  return lab_median(v, REPS);
+  return lab_graph_replay_us(g, 200, 1.0, 5, 20, s);
 }
 
 /* A lab knob of tiny.cu's route off / on (--twarm, --town, --tru, --tlate): where the library says the knob's
