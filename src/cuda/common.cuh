@@ -761,7 +761,7 @@ __device__ __forceinline__ void mr_bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 /* the same without .aligned (barrier.sync / barrier.arrive), for warps that reach the barrier at different
- * instructions (synccheck reports the aligned form there; gate.cuh's mr_wide_bar is the sync form too); arrive
+ * instructions (synccheck reports the aligned form there; gate.cuh's mr_wide_bar is this sync form); arrive
  * does not wait for the other warps (only for its own warp's threads) */
 __device__ __forceinline__ void mr_bar_sync_n(uint32_t id, uint32_t count) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");

@@ -1856,9 +1856,7 @@ struct mr_wide_smem {
  * (barrier.sync, not bar.sync = barrier.sync.aligned): tiny.cu's idle warps arrive
  * at another instruction than the gating ones, which .aligned does not allow
  * (synccheck, results run 13: "divergent thread(s) in block"). */
-__device__ __forceinline__ void mr_wide_bar(uint32_t id, uint32_t threads) {
-  asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
+__device__ __forceinline__ void mr_wide_bar(uint32_t id, uint32_t threads) { mr_bar_sync_n(id, threads); }
 /* Barriers inside one mr_gate_wide_row call (idle warps of tiny.cu match them: keep
  * this in step with every mr_wide_bar of mr_gate_wide_row). */
 #define MR_WIDE_ROW_BARS(GROUPED) ((GROUPED) ? 2 : 1)
