@@ -45,6 +45,9 @@
  *    (mr_cuda_tune.tiny_solo_late) against the default, 16-bit softmax rows, as --twarm: bits, then the kernel,
  *    eager and graph metrics (the graph metric: a one-call graph replayed back to back).
  *    --no-time [--quick]: the check alone.
+ * --tfilt (session 35, perf-log v40): the sigmoid rows of the wide form a warp per row by the filter on approximate
+ *    keys (mr_cuda_tune.tiny_filt) against the default route, T = 1 - 16 (the solo form at T = 1, the cluster form
+ *    above), as --tlate: bits, then the kernel, eager and graph metrics. --no-time [--quick]: the check alone.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed. --time-only [--no-buf]: the timing table alone (--no-buf: without moe_buf, the
  *    16-bit softmax shapes at T >= 48; session 18).
@@ -1436,6 +1439,36 @@ static int tlate(void) {
   return bad;
 }
 
+/* --tfilt (session 35, perf-log v40): tiny_filt, the sigmoid rows that the wide form takes, a warp per row by
+ * gate.cuh's filter on approximate keys, against the default route (the wide rows: tiny.cu at T = 1, the cluster
+ * form of the wide rows at 2 <= T <= 16 for E <= 256 and T <= 8 for E = 384, else the pair), with the cluster form's
+ * automatic rule on (main sets it off for the other modes): the fp32 router presets, a bf16 grouped shape, a k = 16
+ * shape without bias, a grouped E = 384 shape (groups of two lanes); T = 1 - 16, four input kinds (ties and NaN / inf
+ * send rows to the exact fallback inside the filter form), U = 32 and 16; bits, then the kernel, eager and graph
+ * metrics. --no-time [--quick]: the check alone. */
+static const Shape FS[] = {
+    {"deepseek-r1", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32},
+    {"kimi-k2", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.827f, 7168, MOEROUTE_DTYPE_FP32},
+    {"glm-4.5", 160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.5f, 5120, MOEROUTE_DTYPE_FP32},
+    {"minimax-m2", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1.0f, 3072, MOEROUTE_DTYPE_FP32},
+    {"ds-r1-bf16", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_BF16},
+    {"kimi-bf16-k16", 384, 16, MOEROUTE_SCORE_SIGMOID, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
+    {"e384-g12-fp16", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 12, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP16},
+};
+static int tfilt(void) {
+  static const int TS[] = {1, 2, 3, 4, 8, 12, 16}, TQ[] = {1, 2, 16};
+  const int* ts = g_tm_quick ? TQ : TS;
+  const int nt = g_tm_quick ? 3 : 7;
+  mr_cuda_tune.tiny_cluster = 0; /* the automatic rule, as the library runs by default */
+  g_graph1 = 1;
+  const KnobAB k = {"tiny_filt", 0, 1, FS, (int)(sizeof FS / sizeof FS[0]), &mr_cuda_tune.tiny_filt,
+                    mr_cuda_tiny_filt_c, ts, nt, 4, 0};
+  const int bad = knob_ab(&k);
+  g_graph1 = 0;
+  mr_cuda_tune.tiny_cluster = -1;
+  return bad;
+}
+
 /* --tru (session 18, perf-log v17): wide_rank_unroll, the grouped wide rows' group ranks from eight
  * reads in flight, where tiny.cu's wide form routes (T = 1): grouped shapes with G = 4, 8, 12, 32,
  * top-2-sum and max group scores, fp32 / bf16 / fp16 logits, four input kinds. */
@@ -1471,6 +1504,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
   if (argc > 1 && !strcmp(argv[1], "--tlate")) return tlate();
+  if (argc > 1 && !strcmp(argv[1], "--tfilt")) return tfilt();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

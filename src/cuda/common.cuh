@@ -377,6 +377,11 @@ typedef struct mr_cuda_tuning {
   int tiny_solo_late;    /* tiny.cu's route at T = 1 without a mask, a warp per row (the "solo" form): the idle warps
                             write the padding once the gating warp's row has arrived instead of from the start
                             (v39, lab, session 34; v38's outcome): 0 = off, 1 = on. The same bits either way */
+  int tiny_filt;         /* tiny.cu's route of the sigmoid rows that the wide form takes (k <= 16, E 129 - 512, groups
+                            in whole lanes of a warp-per-row layout), a warp per row by gate.cuh's filter on
+                            approximate keys (v31b / v31c's form) instead of a row over four warps: at T = 1 the
+                            solo form, at 2 <= T <= 16 the cluster form with one row per CTA (v40, lab, session 35):
+                            0 = off, 1 = on. The same bits either way */
   int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
                             ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
                             its word's prefix, no search; v17): 0 = auto (tiny.cuh mr_tiny_own_auto: k <= 4,
@@ -526,6 +531,8 @@ int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's late solo padding (lab knob tiny_solo_late, v39): 1 where route runs it. */
 int mr_cuda_tiny_late_c(const mr_config* cfg, const mr_gate_args* a);
+/* tiny.cu's filter rows (lab knob tiny_filt, v40): 1 where route runs them. */
+int mr_cuda_tiny_filt_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's blocks by word ownership (lab knob tiny_op_own): 1 where route runs them. */
 int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's grouped wide rows with unrolled group ranks (lab knob wide_rank_unroll): 1 where route runs them. */

@@ -181,6 +181,13 @@ extern "C" int mr_cuda_tiny_late_c(const mr_config* cfg, const mr_gate_args* a) 
   return mr_tiny_route_plan(cfg, a, &K) && K.late ? 1 : 0;
 }
 
+/* 1 when route runs v40's filter rows (lab knob tiny_filt) for cfg: tiny.cu takes the call and its plan sets filt
+ * (the solo form at T = 1, the cluster form at 2 <= T <= 16). */
+extern "C" int mr_cuda_tiny_filt_c(const mr_config* cfg, const mr_gate_args* a) {
+  mr_tiny_k K;
+  return mr_tiny_route_plan(cfg, a, &K) && K.filt ? 1 : 0;
+}
+
 /* 1 when route runs the blocks by word ownership for cfg with the knobs as set: tiny.cu takes the
  * call and its plan sets own (only for the one-pass route, not the cluster form or the warm pass). */
 extern "C" int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a) {
@@ -206,6 +213,8 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
   size_t smem;
   const int64_t n = cfg->num_tokens * cfg->top_k;
   if (mr_tiny_cluster_size(cfg, a)) return mr_tiny_plan(cfg, a, &K, &smem); /* lab knob tiny_cluster */
+  if (mr_tiny_filt_kind(cfg, a)) /* v40 (lab knob tiny_filt): T = 1 by the solo form; above, the cluster form only */
+    return cfg->num_tokens == 1 && n <= 32 && mr_tiny_plan(cfg, a, &K, &smem);
   if (mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) {
     if (!mr_tiny_wide_kind(cfg, a)) return 0;
     const int knob = mr_cuda_tune.tiny_wide;
@@ -288,6 +297,8 @@ static cudaError_t mr_tiny_route_plan_launch(const mr_config* cfg, const mr_gate
   mr_gate_p g;
   mr_gate_p_init(a, cfg->dtype, &g);
   const mr_tiny_launch_args x = {&g, o, &K, smem, mr_tiny_wide_kind(cfg, a), topk_ids, topk_weights, stream};
+  if (K.filt) /* lab knob tiny_filt (v40): the sigmoid rows a warp per row by the filter */
+    return mr_cuda_launch_tiny_lab_filt(cfg, a, &x);
   if (K.cl && !x.wide && mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) /* lab knob tiny_cluster, fp32-key rows */
     return mr_cuda_launch_tiny_lab_rows(cfg, a, &x);
   if (K.cl || K.warm || K.own || K.ru || K.late) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll,

@@ -78,18 +78,22 @@ typedef struct mr_tiny_k {
                              the one-pass layout's code once during gating with its shared loads and stores off
                              (live = false), so that the layout's instructions are fetched before the barrier
                              (the one-pass route with 256 threads; a kernel instantiation of its own) */
-  /* (two 8-bit flags and a 16-bit one in one word: the kernels' parameter block keeps its size and layout) */
+  /* (four 8-bit flags in one word: the kernels' parameter block keeps its size and layout) */
   uint8_t own;            /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
                              (mr_tiny_onepass OWN; a kernel instantiation of its own) */
   uint8_t late;           /* lab knob tiny_solo_late (v39): at T = 1 without a mask, the idle warps write the padding
                              only once the gating warp's row has arrived (mr_tiny_route_kernel LATE; a kernel
                              instantiation of its own). own and late: host-side flags, no kernel reads them */
-  uint16_t ru;            /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
+  uint8_t ru;             /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
                              flight (mr_gate_wide_row RU; a kernel instantiation of its own) */
+  uint8_t filt;           /* lab knob tiny_filt (v40): the sigmoid rows that the wide form would take, a warp per row
+                             by gate.cuh's filter on approximate keys (mr_tiny_route_kernel FILT; kernel
+                             instantiations of their own, tiny_lab_filt.cu). ru and filt: host-side too */
 } mr_tiny_k;
-/* the parameter block's layout (the flags above share one word: v38 / v39 kept the default kernels' bytes) */
+/* the parameter block's layout (the flags above share one word: v38 - v40 kept the default kernels' bytes; ru was a
+ * 16-bit field holding 0 or 1 before v40, so its low byte, the only one set, stays at 86 on a little-endian device) */
 static_assert(sizeof(mr_tiny_k) == 88 && offsetof(mr_tiny_k, own) == 84 && offsetof(mr_tiny_k, late) == 85 &&
-                  offsetof(mr_tiny_k, ru) == 86,
+                  offsetof(mr_tiny_k, ru) == 86 && offsetof(mr_tiny_k, filt) == 87,
               "mr_tiny_k's layout");
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -543,7 +547,9 @@ template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_T
           bool WARM = false, /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
           bool OWN = false,  /* the blocks by word ownership (tk.own, v17): likewise */
           bool RU = false,   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
-          bool LATE = false> /* T = 1's padding after the row's arrival (tk.late, v39): likewise */
+          bool LATE = false, /* T = 1's padding after the row's arrival (tk.late, v39): likewise */
+          int FILT = 0>      /* 2: the sigmoid rows a warp per row by gate.cuh's filter on approximate keys (tk.filt,
+                                v40): likewise */
 __global__ void __launch_bounds__(NT, 1)
     mr_tiny_route_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
                          const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
@@ -554,6 +560,8 @@ __global__ void __launch_bounds__(NT, 1)
   static_assert(!OWN || (ONEPASS && !CL && !WIDE && !WARM), "word ownership: the one-pass route, a warp per row");
   static_assert(!RU || (WIDE && !ONEPASS && !CL && KIND == MR_KIND_GROUPED), "ranks unrolled: grouped wide rows");
   static_assert(!LATE || (!ONEPASS && !WIDE && !CL), "late solo padding: T = 1, a warp per row");
+  static_assert(FILT == 0 || (FILT == 2 && !WIDE && !WARM && !OWN && !LATE && KIND != MR_KIND_PACKED),
+                "the filter rows: fp32-key rows a warp per row");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
   uint32_t* sm = mr_tiny_smem;
@@ -626,6 +634,18 @@ __global__ void __launch_bounds__(NT, 1)
     mr_load_lane<W, EPL>(row0, lane, tk.E, ninf, has_row, raw);
     if (KIND != MR_KIND_PACKED)
       mr_load_lane<4, EPL>((const unsigned char*)g.bias, lane, tk.E, 0u, has_row && g.bias != NULL, braw);
+    /* FILT (v40): the approximate keys' bound eps = 2^-17 + (max |b| + 1) 2^-21 (gate.cuh mr_sig_filter_row), max |b|
+     * over the row's bias, which this warp's lanes hold whole (0 past E and without one), as gate.cu's
+     * mr_gate_sbias_eps takes it over the CTA; the filter's words end the warp's scratch (as in gate.cu) */
+    float eps = 0.0f;
+    unsigned long long* fsm = nullptr;
+    if constexpr (FILT != 0) {
+      uint32_t bm = 0u; /* non-negative floats order as their bits */
+#pragma unroll
+      for (int r = 0; r < EPL; ++r) bm = max(bm, braw[r] & 0x7fffffffu);
+      eps = 0x1p-17f + (__uint_as_float(__reduce_max_sync(MR_FULL_MASK, bm)) + 1.0f) * 0x1p-21f;
+      fsm = (unsigned long long*)(sm + tk.scratch_off + (warp + 1u) * tk.scratch_words - 2u * MR_FILT_WORDS);
+    }
     if constexpr (LATE) {
       if (solo && has_row) { /* warp 0 (T = 1): lane 0's shared store of its row's first and last words cannot
                                 issue before those loads complete (in-order issue; the asm's "memory" clobber keeps
@@ -647,7 +667,7 @@ __global__ void __launch_bounds__(NT, 1)
         if (t != t0) mr_load_lane<W, EPL>(row, lane, tk.E, ninf, true, raw);
         int32_t id;
         float w;
-        mr_gate_row<DT, EPL, KIND>(g, lane, raw, braw, row, true, gbuf, gsel, &id, &w);
+        mr_gate_row<DT, EPL, KIND, FILT>(g, lane, raw, braw, row, true, gbuf, gsel, &id, &w, fsm, eps);
         if (CL && !waited) { /* the whole warp: every CTA's mbarrier is set up */
           mr_cluster_wait();
           waited = true;
@@ -772,8 +792,24 @@ __global__ void __launch_bounds__(NT, 1)
 
 /* Host: tiny.cu's wide form serves the row kind (sigmoid / sqrt_softplus rows
  * that the wide gate rows take), T and n bounds aside. */
+/* v40 (lab knob tiny_filt): the rows that the wide form would take, where they are sigmoid rows that gate.cuh's
+ * filter on approximate keys serves a warp per row (mr_gate_full FILT 2: k <= 16; groups, if any, in whole lanes of
+ * the warp-per-row layout: mr_gate_p_init's group_reg_lanes), E 129 - 512 (the instantiations of tiny_lab_filt.cu),
+ * T <= 16. Those rows are then not wide rows: a warp per row, the solo form at T = 1, the cluster form above. */
+static inline int mr_tiny_filt_kind(const mr_config* cfg, const mr_gate_args* a) {
+  const int kind = mr_gate_kind(a, cfg->dtype), epl = mr_cuda_epl_bucket(cfg->num_experts);
+  if (mr_cuda_tune.tiny_filt <= 0 || mr_cuda_tune.tiny_wide < 0 || a->score != MOEROUTE_SCORE_SIGMOID ||
+      (epl != 8 && epl != 16) || cfg->num_tokens < 1 || cfg->num_tokens > 16 || !mr_cuda_gate_wide_shape(a, kind))
+    return 0;
+  if (kind == MR_KIND_GROUPED) {
+    const int lpg = a->group_size % epl == 0 ? a->group_size / epl : 0; /* as mr_gate_p_init */
+    if (lpg < 1 || lpg > 32 || (lpg & (lpg - 1)) != 0) return 0;
+  }
+  return 1;
+}
 static inline int mr_tiny_wide_kind(const mr_config* cfg, const mr_gate_args* a) {
-  return mr_cuda_tune.tiny_wide >= 0 && mr_cuda_gate_wide_shape(a, mr_gate_kind(a, cfg->dtype));
+  return mr_cuda_tune.tiny_wide >= 0 && mr_cuda_gate_wide_shape(a, mr_gate_kind(a, cfg->dtype)) &&
+         !mr_tiny_filt_kind(cfg, a);
 }
 
 static inline uint32_t mr_tiny_wide_words(int epl) {
@@ -935,6 +971,8 @@ static inline uint32_t mr_tiny_route_ctas_log2(const mr_config* cfg) {
 static inline int mr_tiny_cluster_auto(const mr_config* cfg, const mr_gate_args* a) {
   const int64_t T = cfg->num_tokens;
   if (!MR_TINY_CLUSTER_AUTO || mr_cuda_cc_major() < 9 || cfg->num_experts < 64) return 0; /* E = 64 - 1024 measured */
+  if (mr_tiny_filt_kind(cfg, a)) /* v40: one row per CTA, as the wide rows with E <= 256 (T = 1: the solo form) */
+    return T >= 2 ? (T <= 2 ? 2 : T <= 4 ? 4 : T <= 8 ? 8 : 16) : 0;
   if (mr_tiny_wide_kind(cfg, a)) {
     const int64_t tmax = cfg->num_experts <= 256 ? 16 : cfg->num_experts >= 1024 ? 6 : 8;
     return T >= 2 && T <= tmax ? (T <= 2 ? 2 : T <= 4 ? 4 : T <= 8 ? 8 : 16) : 0;
@@ -1024,6 +1062,10 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->scratch_off = MR_TINY_TBL;
     /* per gating group (wide) or warp (grouped selection a warp per row: gate.cuh's gbuf, 16-byte aligned) */
     K->scratch_words = wide ? mr_tiny_wide_words(mr_cuda_epl_bucket(cfg->num_experts)) : mr_gate_scratch_words(a);
+    if (mr_tiny_filt_kind(cfg, a)) { /* v40: the filter's words end each gating warp's scratch (8-byte aligned) */
+      K->filt = 1;
+      K->scratch_words += 2u * MR_FILT_WORDS;
+    }
     K->op_off = (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words + 3u) & ~3u;
     K->mbar_off = (K->op_off + 32u + K->E + 1u) & ~1u;
     const uint32_t words = K->mbar_off + 2u;
@@ -1042,14 +1084,23 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
                     mr_gate_kind(a, cfg->dtype) == MR_KIND_GROUPED
                 ? 1
                 : 0;
-  } else { /* a warp per row: 16-bit softmax rows only (mr_cuda_tiny_takes), no gating scratch */
+  } else { /* a warp per row: 16-bit softmax rows (mr_cuda_tiny_takes), no gating scratch; or (v40, lab knob
+              tiny_filt) the filter rows at T = 1, each gating warp's scratch (gbuf, as in the cluster form) ending
+              in the filter's words */
     const int nw = mr_tiny_onepass_wanted(cfg) && mr_tiny_cta16(cfg) ? MR_TINY_WARPS16 : MR_TINY_WARPS;
     K->threads = (uint32_t)nw * 32u;
     K->gate_warps = cfg->num_tokens < nw ? (int32_t)cfg->num_tokens : nw;
+    if (mr_tiny_filt_kind(cfg, a)) {
+      K->filt = 1;
+      K->scratch_words = mr_gate_scratch_words(a) + 2u * MR_FILT_WORDS;
+      if (K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words > MR_TINY_SMEM_BYTES / 4u) return 0;
+    }
   }
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
   /* v39 (lab): T = 1 a warp per row, not the one-pass finish (T >= 2); the kernel takes it without a mask only */
-  K->late = mr_cuda_tune.tiny_solo_late > 0 && !wide && cfg->num_tokens == 1 && !mr_tiny_onepass_wanted(cfg) ? 1 : 0;
+  K->late = mr_cuda_tune.tiny_solo_late > 0 && !wide && !K->filt && cfg->num_tokens == 1 && !mr_tiny_onepass_wanted(cfg)
+                ? 1
+                : 0;
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
@@ -1066,7 +1117,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
 }
 
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false, bool OWN = false, bool RU = false, bool LATE = false>
+          bool WARM = false, bool OWN = false, bool RU = false, bool LATE = false, int FILT = 0>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -1096,7 +1147,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
       const int dev = mr_cuda_device_slot();
       signed char v = dev >= 0 ? fits[dev] : 0;
       if (v == 0) {
-        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE>;
+        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE, FILT>;
         int n = 0;
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&n, (const void*)kern, &lc);
@@ -1108,8 +1159,8 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     }
   }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE>, g, *o, *K,
-                            topk_ids, topk_weights));
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE, FILT>,
+                            g, *o, *K, topk_ids, topk_weights));
   return cudaSuccess;
 }
 
@@ -1144,10 +1195,13 @@ static cudaError_t mr_tiny_dispatch(const mr_config* cfg, const mr_gate_args* a,
 
 /* The lab knobs' instantiations, in translation units of their own (compiled in parallel):
  * tiny_lab.cu the cluster form of 16-bit softmax and wide rows, the warm pass, word ownership, the unrolled
- * group ranks and the late solo padding; tiny_lab_rows.cu the cluster form of the fp32-key rows a warp per row. */
+ * group ranks and the late solo padding; tiny_lab_rows.cu the cluster form of the fp32-key rows a warp per row;
+ * tiny_lab_filt.cu the filter rows (v40). */
 extern "C" cudaError_t mr_cuda_launch_tiny_lab(const mr_config* cfg, const mr_gate_args* a,
                                               const mr_tiny_launch_args* x);
 extern "C" cudaError_t mr_cuda_launch_tiny_lab_rows(const mr_config* cfg, const mr_gate_args* a,
+                                                   const mr_tiny_launch_args* x);
+extern "C" cudaError_t mr_cuda_launch_tiny_lab_filt(const mr_config* cfg, const mr_gate_args* a,
                                                    const mr_tiny_launch_args* x);
 
 #endif /* MOEROUTE_CUDA_TINY_CUH */
