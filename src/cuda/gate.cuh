@@ -732,7 +732,10 @@ __device__ __forceinline__ bool mr_sig_filter_row(const mr_gate_p& p, const floa
     inc += lane >= (uint32_t)off ? t : 0u;
   }
   const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 31);
-  if (C > 32u) return false;
+  /* C < k only where thr is NaN: a bias with NaN (eps NaN) or +inf (eps and B +inf) entries (design.md 7: the CPU
+   * backend refuses it; here it must still give valid ids). Then no element passed, the pick words below would be
+   * read unwritten, and the exact keys decide instead (session 35's review) */
+  if (C > 32u || C < (uint32_t)k) return false;
   uint32_t pos = inc - c;
 #pragma unroll 1
   for (uint32_t m = cb; m != 0u; m &= m - 1u) {
@@ -905,7 +908,7 @@ __device__ __forceinline__ bool mr_sig_seg_row(const mr_gate_p& p, uint32_t lane
     inc += sl >= off ? t : 0u;
   }
   const uint32_t C = __shfl_sync(MR_FULL_MASK, inc, 15, 16);
-  const bool ok = C <= 16u && clear;
+  const bool ok = C <= 16u && C >= (uint32_t)k && clear; /* C < k: thr NaN (a non-finite bias), as mr_sig_filter_row */
   unsigned long long* cand = sm + 32u * seg; /* 16 candidates, then 16 picks */
   if (ok) { /* the candidates' indices (the logits are read again below: raw need not live past the keys) */
     uint32_t pos = inc - c;
