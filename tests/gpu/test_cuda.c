@@ -38,8 +38,10 @@
  * NaN, inf, rows without a finite logit, a hot expert, all experts masked,
  * extremes), sort_ids (the sort entry point on arbitrary ids: out of range,
  * duplicates, odd weight bit patterns), misaligned (logits base pointer off by
- * one element), large (--large: T = 65536 and 262144). A subset of cases runs
- * twice and must give bit-identical outputs.
+ * one element), nonfinite_bias (a bias with NaN / +-inf entries, which the CPU
+ * refuses: route's ids valid and distinct, its sorted layouts those of the CPU
+ * sort of its own top-k), large (--large: T = 65536 and 262144). A subset of
+ * cases runs twice and must give bit-identical outputs.
  *
  * Usage: test_cuda [--quick] [--large] [--seed N] [--configs N] [--group NAME]
  *                  [--max-tokens N] [--exact-allocs] [--ws-uninit]
@@ -75,6 +77,15 @@
 #include <time.h>
 
 #include "moeroute.h"
+
+/* Built as test_cuda_selftest: the stand-in runtime (selftest/cuda_runtime_api.h) is
+ * included, and its "CUDA backend" is the CPU backend, which refuses what only the
+ * CUDA backend accepts (group nonfinite_bias). */
+#ifdef MOEROUTE_SELFTEST_CUDA_RUNTIME_API_H
+#define TEST_SELFTEST 1
+#else
+#define TEST_SELFTEST 0
+#endif
 
 #if defined(__GNUC__)
 #define TEST_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -2381,6 +2392,206 @@ static void group_misaligned(void) {
 }
 
 /* ======================================================================== */
+/* Non-finite bias (design.md 7): valid ids, no reference selection          */
+/* ======================================================================== */
+
+/* The CPU backend refuses a bias with NaN or +-inf entries; on CUDA such a bias
+ * selects unspecified experts, but every id must lie in [0, E), the k ids of a row
+ * must be distinct, and the sorted layouts must be the CPU sort of that top-k, bit
+ * for bit (nothing else about the selection or the weights is judged). gate.cuh's
+ * filter on approximate keys (mr_sig_filter_row: the gate kernel's sigmoid rows with
+ * a bias from T = 1024, or 4096 with groups; mr_sig_seg_row: its segment form, route
+ * without a moe_buf, E > 256 from T = 8192, else from 16384) once read unwritten
+ * shared memory for such a bias (eps and the bound NaN, fewer than k candidates);
+ * it now takes the exact keys then. */
+enum { NB_ONE_NAN, NB_ALL_NAN, NB_ONE_INF, NB_K_INF, NB_MIX, NB_COUNT };
+static const char* const NB_NAME[NB_COUNT] = {"one-nan", "all-nan", "one-+inf", "k-+inf", "mix-10%"};
+/* NaN bit patterns: quiet, negative quiet, signalling, all ones */
+static const uint32_t NB_NAN_BITS[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffffffffu};
+
+/* Overwrite entries of the finite bias b[0..E) by pattern pat (bit patterns stored with
+ * memcpy: a signalling NaN stays one). Returns how many entries it made non-finite;
+ * *first: the first expert it chose. */
+static int32_t nb_apply(float* b, int32_t E, int32_t k, int pat, rng* r, int32_t* first) {
+  int32_t n = pat == NB_ALL_NAN ? E : pat == NB_K_INF ? k : 1;
+  if (pat == NB_MIX) { /* ~10 %, at least one NaN, one +inf and one -inf */
+    n = (int32_t)llround(0.1 * (double)E);
+    if (n < 3) n = 3;
+    if (n > E) n = E;
+  }
+  int32_t* perm = (int32_t*)xmalloc((size_t)E * 4);
+  for (int32_t i = 0; i < E; i++) perm[i] = i;
+  for (int32_t i = 0; i < n; i++) { /* n distinct experts at random (partial Fisher-Yates) */
+    int32_t j = i + (int32_t)rng_below(r, (uint64_t)(E - i));
+    int32_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t bits;
+    if (pat == NB_ONE_INF || pat == NB_K_INF || (pat == NB_MIX && i % 3 == 1))
+      bits = 0x7f800000u; /* +inf */
+    else if (pat == NB_MIX && i % 3 == 2)
+      bits = 0xff800000u; /* -inf */
+    else
+      bits = NB_NAN_BITS[rng_below(r, NUM(NB_NAN_BITS))];
+    memcpy(b + perm[i], &bits, 4);
+  }
+  *first = perm[0];
+  free(perm);
+  return n;
+}
+
+/* Every id of a top-k of T rows in [0, E), the k ids of each row distinct. */
+static void nb_check_ids(const int32_t* ids, int64_t T, int32_t k, int32_t E, const char* who) {
+  unsigned char* seen = (unsigned char*)xmalloc((size_t)E);
+  memset(seen, 0, (size_t)E);
+  int64_t bad_rows = 0;
+  for (int64_t t = 0; t < T; t++) {
+    const int32_t* row = ids + t * k;
+    int bad = 0;
+    for (int32_t j = 0; j < k; j++) {
+      const int32_t id = row[j];
+      if (id < 0 || id >= E) {
+        if (!bad && bad_rows < 4)
+          failf("%s: token %" PRId64 " slot %d: id %d (0x%08x) outside [0, %d)", who, t, j, id, (uint32_t)id, E);
+        bad = 1;
+      } else if (seen[id]) {
+        if (!bad && bad_rows < 4) failf("%s: token %" PRId64 " slot %d: expert %d repeated in the row", who, t, j, id);
+        bad = 1;
+      } else {
+        seen[id] = 1;
+      }
+    }
+    for (int32_t j = 0; j < k; j++)
+      if (row[j] >= 0 && row[j] < E) seen[row[j]] = 0;
+    bad_rows += bad;
+  }
+  if (bad_rows)
+    failf("%s: %" PRId64 " of %" PRId64 " rows hold an id outside [0, %d) or a repeated one", who, bad_rows, T, E);
+  free(seen);
+}
+
+/* The device copy of an input (its margins too in arena mode) still equals the host's. */
+static void nb_check_input(const buf* b, cudaStream_t st, const char* what) {
+  if (!b->used || !b->dbase) return;
+  buf chk = *b;
+  chk.hbase = (unsigned char*)xmalloc(chk.span);
+  memcpy(chk.hbase, b->hbase, chk.span);
+  buf_download(&chk, st);
+  CK(cudaStreamSynchronize(st));
+  if (memcmp(chk.hbase, b->hbase, chk.span) != 0) failf("%s modified by the call", what);
+  free(chk.hbase);
+}
+
+/* One route call on CUDA with bias pattern pat; both layouts, a moe_buf when with_moe_buf. */
+static void nonfinite_bias_case(const engine_shape* sh, int64_t T, int pat, int variant, int with_moe_buf,
+                                uint64_t seed) {
+  if (too_large(T)) return;
+  double t0 = now_s();
+  tcase tc;
+  engine_config(&tc, sh, T, variant, -1, seed);
+  moeroute_params* p = &tc.p;
+  p->layouts = MOEROUTE_LAYOUT_BOTH;
+  if (!with_moe_buf) p->moe_buf_bytes = 0;
+  tc.has_bias = 1;
+  tc.repeat = 0;
+  const int32_t E = p->num_experts, k = p->top_k;
+  rng r;
+  rng_seed(&r, tc.seed);
+  inputs in;
+  inputs_make(&in, &tc, &r); /* a finite bias, in in.bias_h and in the device buffer's mirror */
+  /* the pattern into the device's bias; in the self-test (whose "CUDA" route is the CPU's,
+   * which refuses it) into the unused host copy only: the checks below still run there */
+  int32_t first = 0;
+  const int32_t nnf = nb_apply(TEST_SELFTEST ? in.bias_h : (float*)buf_h(&in.bias), E, k, pat, &r, &first);
+  char d[560];
+  describe(&tc, d, sizeof d);
+  case_begin("nonfinite_bias", "%s pattern=%s (%d non-finite, expert %d first)%s", d, NB_NAME[pat], nnf, first,
+             TEST_SELFTEST ? " (self-test: finite bias on the device)" : "");
+  cudaStream_t st = g_opt.stream;
+  moeroute_sizes sz;
+  memset(&sz, 0, sizeof sz);
+  sz.struct_size = sizeof sz;
+  moeroute_status s = moeroute_get_sizes(p, &sz);
+  if (s != MOEROUTE_OK) {
+    failf("moeroute_get_sizes: %s: %s", moeroute_status_string(s), moeroute_last_error());
+  } else {
+    buf_upload(&in.logits, st);
+    buf_upload(&in.bias, st);
+    moeroute_buffers bu;
+    moeroute_buffers_init(&bu);
+    bu.logits = (const unsigned char*)buf_d(&in.logits) + in.pre * dtype_size(p->logits_dtype);
+    bu.bias = (const float*)buf_d(&in.bias);
+    outset o;
+    want wa = {1, 1, 1, 1, 1};
+    outset_make(&o, 1, p, &sz, wa, cuda_ws(MOEROUTE_OP_ROUTE, p));
+    outset_poison(&o, st);
+    outset_bind(&o, &bu);
+    const int ok = cuda_call(MOEROUTE_OP_ROUTE, p, &bu, st, "cuda route"); /* fails the case unless MOEROUTE_OK */
+    if (ok) {
+      outset_download(&o, st);
+      CK(cudaStreamSynchronize(st));
+    }
+    outset_release_ws(&o);
+    if (ok) {
+      nb_check_ids(o_i32(&o, B_TOPK_IDS), T, k, E, "cuda route");
+      outset ref; /* the CPU sort of the route's own top-k (sort does not read the bias) */
+      if (cpu_sort_ref(&tc, &in, &sz, o_i32(&o, B_TOPK_IDS), o_f32(&o, B_TOPK_W), &ref)) {
+        const int64_t total = outset_total(&ref, p);
+        outset_check_memory(&o, RUN_ROUTE, p, total, "cuda route");
+        compare_sorted(&o, &ref, p, total, "cuda route vs cpu sort of its own top-k");
+        outset_free(&ref);
+      }
+      nb_check_input(&in.logits, st, "logits (or the +inf guard around them)");
+      nb_check_input(&in.bias, st, "bias");
+    }
+    outset_free(&o);
+  }
+  inputs_free(&in);
+  g_case.group->seconds += now_s() - t0;
+  case_end();
+  dev_reset();
+}
+
+/* The sigmoid-with-bias engine shapes (MiniMax-M2 and the 16-bit ones as group_thresholds'
+ * LOCAL has them) x T x the five patterns, route with a moe_buf; then route without one
+ * where the gate kernel takes its segment form (Kimi-K2 from T = 8192; with --large,
+ * T = 16384 for every shape, with and without a moe_buf). */
+static void group_nonfinite_bias(void) {
+  static const engine_shape LOCAL[] = {
+      {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP32, 3072,
+       "minimax-m2"},
+      {1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
+       "sig-e1024"},
+      {128, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_BF16, 2048,
+       "sig-e128-g8"},
+  };
+  /* no groups: Kimi-K2 (E = 384), GLM-4.5 (160), MiniMax-M2 (256), E = 1024 bf16; grouped: DeepSeek-R1 (8 / 4),
+   * E = 128 bf16 (8 / 4) */
+  static const char* const SH[] = {"kimi-k2", "deepseek-r1", "glm-4.5", "minimax-m2", "sig-e1024", "sig-e128-g8"};
+  /* decode (tiny.cu, the cluster forms, the pair), the filter without groups (1024) and with (4096) */
+  static const int64_t NB_T[] = {1, 2, 8, 16, 1024, 4096};
+  static const int64_t NB_QUICK_T[] = {1, 16, 4096};
+  const int64_t* ts = g_opt.quick ? NB_QUICK_T : NB_T;
+  const int nt = g_opt.quick ? NUM(NB_QUICK_T) : NUM(NB_T);
+  uint64_t idx = 0;
+  for (int si = 0; si < NUM(SH); si++)
+    for (int ti = 0; ti < nt; ti++)
+      for (int pat = 0; pat < NB_COUNT; pat++)
+        nonfinite_bias_case(shape_in(LOCAL, NUM(LOCAL), SH[si]), ts[ti], pat, si + ti + pat, 1, case_seed(14, idx++));
+  /* mr_sig_seg_row: route without a moe_buf, Kimi-K2's rows by segments from T = 8192 */
+  if (!g_opt.quick)
+    for (int pat = 0; pat < NB_COUNT; pat++)
+      nonfinite_bias_case(shape_by_name("kimi-k2"), 8192, pat, pat, 0, case_seed(14, idx++));
+  if (g_opt.large)
+    for (int si = 0; si < NUM(SH); si++)
+      for (int pat = 0; pat < NB_COUNT; pat++)
+        for (int mb = 1; mb >= 0; mb--)
+          nonfinite_bias_case(shape_in(LOCAL, NUM(LOCAL), SH[si]), 16384, pat, si + pat + mb, mb, case_seed(14, idx++));
+}
+
+/* ======================================================================== */
 /* Graph capture                                                             */
 /* ======================================================================== */
 
@@ -2814,11 +3025,11 @@ done:
 /* ======================================================================== */
 
 static void print_summary(void) {
-  printf("\n%-12s %7s %7s %9s %12s %9s %8s\n", "group", "cases", "failed", "calls", "tie-allowed", "tie-rows",
+  printf("\n%-14s %7s %7s %9s %12s %9s %8s\n", "group", "cases", "failed", "calls", "tie-allowed", "tie-rows",
          "seconds");
   for (int i = 0; i < g_ngroups; i++) {
     const group_stat* gs = &g_groups[i];
-    printf("%-12s %7ld %7ld %9ld %12ld %9ld %8.1f%s\n", gs->name, gs->cases, gs->failed, gs->calls, gs->allowed_rows,
+    printf("%-14s %7ld %7ld %9ld %12ld %9ld %8.1f%s\n", gs->name, gs->cases, gs->failed, gs->calls, gs->allowed_rows,
            gs->tie_rows, gs->seconds, gs->unsupported ? "  (NOT_SUPPORTED seen)" : "");
   }
   printf(
@@ -2833,7 +3044,8 @@ static void usage(void) {
       "usage: test_cuda [--quick] [--large] [--seed N] [--configs N] [--group NAME] [--max-tokens N]\n"
       "                 [--exact-allocs] [--ws-uninit] [--allow-unsupported] [--no-misaligned] [--no-cluster] [--no-pdl]\n"
       "                 [--max-print N] [-v]\n"
-      "groups: graph bad_input special sort_ids engine (with engine_mask) random thresholds misaligned large\n");
+      "groups: graph bad_input special sort_ids engine (with engine_mask) random thresholds nonfinite_bias misaligned\n"
+      "        large\n");
 }
 
 int main(int argc, char** argv) {
@@ -2908,6 +3120,8 @@ int main(int argc, char** argv) {
   if (want_group("random")) group_random();
   if (!g_opt.quick && want_group("thresholds")) group_thresholds();
   if (g_opt.large && want_group("large")) group_large();
+  /* late: ids a route did not expect could fault the context, ending the run */
+  if (want_group("nonfinite_bias")) group_nonfinite_bias();
   /* last: a fault here (an alignment assumption) must not hide the rest */
   if (!g_opt.no_misaligned && want_group("misaligned")) group_misaligned();
 
