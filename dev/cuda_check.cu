@@ -288,7 +288,8 @@ static void gen_case(Case* c) {
   c->tune.gate_filt_approx = irand(2) - 1; /* its sigmoid rows on approximate keys first (v31b): off / on */
   /* drawn last, so that the seeds of the cases before it keep their draws */
   c->tune.tiny_solo_late = irand(2); /* T = 1's padding after the row's arrival (v39, session 34): off / on */
-  c->tune.tiny_filt = irand(2); /* the wide form's sigmoid rows a warp per row by the filter (v40, session 35): off / on */
+  c->tune.tiny_filt = irand(3) - 1; /* the wide form's sigmoid rows a warp per row by the filter (v40, session 35):
+                                       never / auto (k >= 9) / wherever it applies */
 }
 
 /* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:

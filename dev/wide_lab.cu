@@ -48,6 +48,7 @@
  * --tfilt (session 35, perf-log v40): the sigmoid rows of the wide form a warp per row by the filter on approximate
  *    keys (mr_cuda_tune.tiny_filt) against the default route, T = 1 - 16 (the solo form at T = 1, the cluster form
  *    above), as --tlate: bits, then the kernel, eager and graph metrics. --no-time [--quick]: the check alone.
+ * --tfilt9 (session 35, perf-log v40): v40's rule (k >= 9) against the wide rows, sigmoid shapes with k = 9 - 16.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed. --time-only [--no-buf]: the timing table alone (--no-buf: without moe_buf, the
  *    16-bit softmax shapes at T >= 48; session 18).
@@ -1461,7 +1462,30 @@ static int tfilt(void) {
   const int nt = g_tm_quick ? 3 : 7;
   mr_cuda_tune.tiny_cluster = 0; /* the automatic rule, as the library runs by default */
   g_graph1 = 1;
-  const KnobAB k = {"tiny_filt", 0, 1, FS, (int)(sizeof FS / sizeof FS[0]), &mr_cuda_tune.tiny_filt,
+  const KnobAB k = {"tiny_filt", -1, 1, FS, (int)(sizeof FS / sizeof FS[0]), &mr_cuda_tune.tiny_filt,
+                    mr_cuda_tiny_filt_c, ts, nt, 4, 0};
+  const int bad = knob_ab(&k);
+  g_graph1 = 0;
+  mr_cuda_tune.tiny_cluster = -1;
+  return bad;
+}
+
+/* --tfilt9 (session 35, perf-log v40): v40's rule (tiny_filt 0: the filter rows where k >= 9) against the wide rows
+ * (tiny_filt -1) on sigmoid shapes with k = 9 - 16 (E 160 - 512, with and without bias, one grouped), as --tfilt. */
+static const Shape FS9[] = {
+    {"e384-k16-bf16", 384, 16, MOEROUTE_SCORE_SIGMOID, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
+    {"e256-k12-bias", 256, 12, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.5f, 5120, MOEROUTE_DTYPE_FP32},
+    {"e256-g8-k10", 256, 10, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP32},
+    {"e512-k9-fp16", 512, 9, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_FP16},
+    {"e160-k16-bias", 160, 16, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1.0f, 5120, MOEROUTE_DTYPE_BF16},
+};
+static int tfilt9(void) {
+  static const int TS[] = {1, 2, 4, 8, 12, 16}, TQ[] = {1, 2, 8};
+  const int* ts = g_tm_quick ? TQ : TS;
+  const int nt = g_tm_quick ? 3 : 6;
+  mr_cuda_tune.tiny_cluster = 0;
+  g_graph1 = 1;
+  const KnobAB k = {"tiny_filt", -1, 0, FS9, (int)(sizeof FS9 / sizeof FS9[0]), &mr_cuda_tune.tiny_filt,
                     mr_cuda_tiny_filt_c, ts, nt, 4, 0};
   const int bad = knob_ab(&k);
   g_graph1 = 0;
@@ -1505,6 +1529,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
   if (argc > 1 && !strcmp(argv[1], "--tlate")) return tlate();
   if (argc > 1 && !strcmp(argv[1], "--tfilt")) return tfilt();
+  if (argc > 1 && !strcmp(argv[1], "--tfilt9")) return tfilt9();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();
   if (argc > 1 && !strcmp(argv[1], "--tmsort")) {
     g_time_only = argc > 2 && !strcmp(argv[2], "--time-only");

@@ -792,14 +792,22 @@ __global__ void __launch_bounds__(NT, 1)
 
 /* Host: tiny.cu's wide form serves the row kind (sigmoid / sqrt_softplus rows
  * that the wide gate rows take), T and n bounds aside. */
-/* v40 (lab knob tiny_filt): the rows that the wide form would take, where they are sigmoid rows that gate.cuh's
- * filter on approximate keys serves a warp per row (mr_gate_full FILT 2: k <= 16; groups, if any, in whole lanes of
+/* v40's rule (knob tiny_filt 0, session 35; lab call 103, dev/runs/run103/tfilt.log, H100, kernel metric, route with
+ * moe_buf, the wide rows / the filter rows): the filter rows only where k >= 9, where the wide form merges lists of
+ * 16 keys: E = 384 k = 16 bf16 without bias T = 1 / 2 / 4 / 8 5.43 / 6.27 / 6.40 / 6.41 -> 4.36 / 5.14 / 5.19 / 5.37;
+ * with k = 8 the filter rows lost at every T: Kimi-K2 T = 1 / 8 3.30 / 4.13 -> 3.49 / 4.65, grouped DeepSeek-R1 3.00
+ * / 4.13 -> 4.03 / 4.86, GLM-4.5 and MiniMax-M2 +0.7 - 1.0 (perf-log v40). */
+#define MR_TINY_FILT_AUTO_K 9
+/* v40 (knob tiny_filt: 0 = the rule above, 1 = wherever the form applies, -1 = never): the rows that the wide form
+ * would take, where they are sigmoid rows that gate.cuh's filter on approximate keys serves a warp per row (mr_gate_full FILT 2: k <= 16; groups, if any, in whole lanes of
  * the warp-per-row layout: mr_gate_p_init's group_reg_lanes), E 129 - 512 (the instantiations of tiny_lab_filt.cu),
  * T <= 16. Those rows are then not wide rows: a warp per row, the solo form at T = 1, the cluster form above. */
 static inline int mr_tiny_filt_kind(const mr_config* cfg, const mr_gate_args* a) {
   const int kind = mr_gate_kind(a, cfg->dtype), epl = mr_cuda_epl_bucket(cfg->num_experts);
-  if (mr_cuda_tune.tiny_filt <= 0 || mr_cuda_tune.tiny_wide < 0 || a->score != MOEROUTE_SCORE_SIGMOID ||
-      (epl != 8 && epl != 16) || cfg->num_tokens < 1 || cfg->num_tokens > 16 || !mr_cuda_gate_wide_shape(a, kind))
+  const int knob = mr_cuda_tune.tiny_filt;
+  if (knob < 0 || (knob == 0 && cfg->top_k < MR_TINY_FILT_AUTO_K) || mr_cuda_tune.tiny_wide < 0 ||
+      a->score != MOEROUTE_SCORE_SIGMOID || (epl != 8 && epl != 16) || cfg->num_tokens < 1 || cfg->num_tokens > 16 ||
+      !mr_cuda_gate_wide_shape(a, kind))
     return 0;
   if (kind == MR_KIND_GROUPED) {
     const int lpg = a->group_size % epl == 0 ? a->group_size / epl : 0; /* as mr_gate_p_init */
