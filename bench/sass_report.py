@@ -43,7 +43,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOL_WHEELS = ["nvidia-cuda-cuobjdump==13.2.51", "nvidia-cuda-nvdisasm==13.2.51"]
 
 # (label, source, kernel name (demangled; a trailing "(" makes it a regex), what the markers mean)
-# Template arguments of mr_tiny_route_kernel: <DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM>;
+# Template arguments of mr_tiny_route_kernel: <DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, FILT>;
 # DT 0 fp32, 1 bf16; EPL = experts per lane (>= E / 32); KIND 0 packed 16-bit softmax,
 # 1 full fp32 keys, 2 grouped.
 TINY = ("tiny.cu route: 0 after the PDL wait; 2 gating done (rows, top-k, the one-pass table atomics); "
@@ -56,32 +56,32 @@ TSORT = ("tiny.cu sort: 5 the entries loaded and the tables' prefix known; 6 the
          "(the one-pass layout, as in route, in both forms).")
 KERNELS = [
     ("route T = 1, DeepSeek-R1 softmax (bf16, E 256)", "tiny.cu",
-     "mr_tiny_route_kernel<1, 8, 0, false, false, 256u, false, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<1, 8, 0, false, false, 256u, false, false, false, false, 0>", TINY),
     ("route T = 2 - 8, DeepSeek-R1 softmax (one-pass, 8 warps)", "tiny.cu",
-     "mr_tiny_route_kernel<1, 8, 0, false, true, 256u, false, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<1, 8, 0, false, true, 256u, false, false, false, false, 0>", TINY),
     ("route T = 9 - 12, DeepSeek-R1 softmax (one-pass, 16 warps)", "tiny.cu",
-     "mr_tiny_route_kernel<1, 8, 0, false, true, 512u, false, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<1, 8, 0, false, true, 512u, false, false, false, false, 0>", TINY),
     ("route T = 1, GPT-OSS-120B (bf16, E 128)", "tiny.cu",
-     "mr_tiny_route_kernel<1, 4, 0, false, false, 256u, false, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<1, 4, 0, false, false, 256u, false, false, false, false, 0>", TINY),
     ("route T = 2 - 8, GPT-OSS-120B (one-pass, 8 warps)", "tiny.cu",
-     "mr_tiny_route_kernel<1, 4, 0, false, true, 256u, false, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<1, 4, 0, false, true, 256u, false, false, false, false, 0>", TINY),
     ("route T = 2 - 4, GPT-OSS-120B (one-pass, 8 warps, blocks by word ownership: the default, v17)",
-     "tiny_lab.cu", "mr_tiny_route_kernel<1, 4, 0, false, true, 256u, false, false, true, false, false, 0>", TINY),
+     "tiny_lab.cu", "mr_tiny_route_kernel<1, 4, 0, false, true, 256u, false, false, true, false, 0>", TINY),
     ("route T = 9 - 16, DeepSeek-R1 softmax (the cluster form, v15 / design.md 34)", "tiny_lab.cu",
-     "mr_tiny_route_kernel<1, 8, 0, false, true, 256u, true, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<1, 8, 0, false, true, 256u, true, false, false, false, 0>", TINY),
     ("route T = 1, grouped DeepSeek-R1 (fp32, wide rows; before the unrolled ranks)", "tiny.cu",
-     "mr_tiny_route_kernel<0, 8, 2, true, false, 256u, false, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<0, 8, 2, true, false, 256u, false, false, false, false, 0>", TINY),
     ("route T = 1, grouped DeepSeek-R1 (fp32, wide rows, unrolled group ranks: the default, v17)", "tiny_lab.cu",
-     "mr_tiny_route_kernel<0, 8, 2, true, false, 256u, false, false, false, true, false, 0>", TINY),
+     "mr_tiny_route_kernel<0, 8, 2, true, false, 256u, false, false, false, true, 0>", TINY),
     ("route T = 2 - 16, grouped DeepSeek-R1 (the cluster form of the wide rows)", "tiny_lab.cu",
-     "mr_tiny_route_kernel<0, 8, 2, true, true, 256u, true, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<0, 8, 2, true, true, 256u, true, false, false, false, 0>", TINY),
     ("route T = 1, Kimi-K2 (fp32, E 384, wide rows)", "tiny.cu",
-     "mr_tiny_route_kernel<0, 16, 1, true, false, 256u, false, false, false, false, false, 0>", TINY),
+     "mr_tiny_route_kernel<0, 16, 1, true, false, 256u, false, false, false, false, 0>", TINY),
     ("route T = 1, Kimi-K2 (fp32, E 384, a warp per row by the filter on approximate keys: lab knob tiny_filt, v40)",
-     "tiny_lab_filt.cu", "mr_tiny_route_kernel<0, 16, 1, false, false, 256u, false, false, false, false, false, 2>",
+     "tiny_lab_filt.cu", "mr_tiny_route_kernel<0, 16, 1, false, false, 256u, false, false, false, false, 2>",
      TINY),
     ("route T = 1, grouped DeepSeek-R1 (fp32, a warp per row by the filter: lab knob tiny_filt, v40)",
-     "tiny_lab_filt.cu", "mr_tiny_route_kernel<0, 8, 2, false, false, 256u, false, false, false, false, false, 2>",
+     "tiny_lab_filt.cu", "mr_tiny_route_kernel<0, 8, 2, false, false, 256u, false, false, false, false, 2>",
      TINY),
     ("pair, 1st launch at T >= 2, grouped DeepSeek-R1 (wide gate rows)", "gate.cu",
      "mr_gate_wide_kernel<0, 8, 2>", GATE),

@@ -286,8 +286,8 @@ static void gen_case(Case* c) {
   c->tune.p_seg_chain = irand(3) - 1; /* route + buf by P, segmented rows: the capped gate / auto / the chain's order (v27) */
   c->tune.gate_filt = irand(3) - 1; /* the gate kernel's fp32-key rows by the filter (v31): never / auto / at every T */
   c->tune.gate_filt_approx = irand(2) - 1; /* its sigmoid rows on approximate keys first (v31b): off / on */
-  /* drawn last, so that the seeds of the cases before it keep their draws */
-  c->tune.tiny_solo_late = irand(2); /* T = 1's padding after the row's arrival (v39, session 34): off / on */
+  /* drawn last. Seeds made before session 35 draw differently from here on: v39's draw, which came just before
+   * this one, went with v39 in session 35 */
   c->tune.tiny_filt = irand(3) - 1; /* the wide form's sigmoid rows a warp per row by the filter (v40, session 35):
                                        never / auto (k >= 9) / wherever it applies */
 }
@@ -969,7 +969,7 @@ int main(int argc, char** argv) {
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
                "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d clear_tail=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
-               "p_seg_chain=%d tiny_solo_late=%d tiny_filt=%d\n",
+               "p_seg_chain=%d tiny_filt=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
@@ -977,7 +977,7 @@ int main(int argc, char** argv) {
                c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form,
                c.tune.persist_clear_ns, c.tune.gx, c.tune.gxs, c.tune.gx_stagger,
                c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.clear_tail, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
-               c.tune.p_seg_chain, c.tune.tiny_solo_late, c.tune.tiny_filt);
+               c.tune.p_seg_chain, c.tune.tiny_filt);
       free(h.logits);
       free(h.bias);
       free(h.mask);

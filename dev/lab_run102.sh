@@ -1,4 +1,5 @@
 #!/bin/bash
+# (v39 and wide_lab --tlate were removed in session 35 after this call measured them slower; the script ran at b110156)
 # Device call 102 (written in session 34, not yet run): v39, T = 1's padding after the row's arrival (lab knob
 # tiny_solo_late; perf-log v39): the idle warps of tiny.cu's solo route write the padding once warp 0's row is in
 # registers (named barrier 1) instead of from the kernel's start, where v38's outcome (lab call 101) says stores slow

@@ -41,13 +41,10 @@
  * --tru (session 18, perf-log v17): the grouped wide rows' group ranks unrolled
  *    (mr_cuda_tune.wide_rank_unroll) against the default, tiny.cu's wide route at T = 1, four grouped
  *    shapes, as --twarm: bits, then the kernel and eager metrics. --no-time [--quick]: the check alone.
- * --tlate (session 34, perf-log v39): T = 1's padding written once the gating warp's row has arrived
- *    (mr_cuda_tune.tiny_solo_late) against the default, 16-bit softmax rows, as --twarm: bits, then the kernel,
- *    eager and graph metrics (the graph metric: a one-call graph replayed back to back).
- *    --no-time [--quick]: the check alone.
  * --tfilt (session 35, perf-log v40): the sigmoid rows of the wide form a warp per row by the filter on approximate
  *    keys (mr_cuda_tune.tiny_filt) against the default route, T = 1 - 16 (the solo form at T = 1, the cluster form
- *    above), as --tlate: bits, then the kernel, eager and graph metrics. --no-time [--quick]: the check alone.
+ *    above), as --twarm: bits, then the kernel, eager and graph metrics (the graph metric: a one-call graph replayed
+ *    back to back). --no-time [--quick]: the check alone.
  * --tfilt9 (session 35, perf-log v40): v40's rule (k >= 9) against the wide rows, sigmoid shapes with k = 9 - 16.
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed. --time-only [--no-buf]: the timing table alone (--no-buf: without moe_buf, the
@@ -1274,11 +1271,10 @@ static double time_graph1_route(Case* c, cudaStream_t s) {
   return lab_graph_replay_us(g, 200, 1.0, 5, 20, s);
 }
 
-/* A lab knob of tiny.cu's route off / on (--twarm, --town, --tru, --tlate): where the library says the knob's
- * form runs (lib_runs with the knob on; for --tlate that includes the mask cases, where the kernel takes the
- * default's order), every case bit for bit against the default; the others are counted as skipped. Then the
- * kernel metric and the eager metric (events around one call after an L2 flush, as moeroute bench), off / on, and
- * with g_graph1 the graph metric. */
+/* A lab knob of tiny.cu's route off / on (--twarm, --town, --tru, --tfilt, --tfilt9): where the library says the
+ * knob's form runs (lib_runs with the knob on), every case bit for bit against the default; the others are counted
+ * as skipped. Then the kernel metric and the eager metric (events around one call after an L2 flush, as moeroute
+ * bench), off / on, and with g_graph1 the graph metric. */
 typedef struct KnobAB {
   const char* name; /* the knob, as printed */
   int off, on;      /* its values for off and on */
@@ -1423,23 +1419,6 @@ static int town(void) {
   return bad;
 }
 
-/* --tlate (session 34, perf-log v39): tiny_solo_late, T = 1's padding written once the gating warp's row has
- * arrived, against the default (the padding from the kernel's start): the 16-bit softmax shapes (PK, PKX) at T = 1,
- * four input kinds (with the expert mask the kernel keeps the default's order: no solo form), U = 32 and 16; bits,
- * then the kernel, eager and graph metrics (g_graph1: the graph column, a one-call graph replayed 200 times). */
-static int tlate(void) {
-  static const int TS[] = {1};
-  g_graph1 = 1;
-  printf("PKX: ");
-  const KnobAB x = {"tiny_solo_late", 0, 1, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_solo_late,
-                    mr_cuda_tiny_late_c, TS, 1, 4, 1};
-  int bad = knob_ab(&x);
-  const KnobAB k = {"tiny_solo_late", 0, 1, PK, NPK, &mr_cuda_tune.tiny_solo_late, mr_cuda_tiny_late_c, TS, 1, 4, 0};
-  bad |= knob_ab(&k);
-  g_graph1 = 0;
-  return bad;
-}
-
 /* --tfilt (session 35, perf-log v40): tiny_filt, the sigmoid rows that the wide form takes, a warp per row by
  * gate.cuh's filter on approximate keys, against the default route (the wide rows: tiny.cu at T = 1, the cluster
  * form of the wide rows at 2 <= T <= 16 for E <= 256 and T <= 8 for E = 384, else the pair), with the cluster form's
@@ -1527,7 +1506,6 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
-  if (argc > 1 && !strcmp(argv[1], "--tlate")) return tlate();
   if (argc > 1 && !strcmp(argv[1], "--tfilt")) return tfilt();
   if (argc > 1 && !strcmp(argv[1], "--tfilt9")) return tfilt9();
   if (argc > 1 && !strcmp(argv[1], "--spread")) return spread();

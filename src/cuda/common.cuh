@@ -374,9 +374,6 @@ typedef struct mr_cuda_tuning {
   int tiny_warm;         /* tiny.cu's one-pass route (not the cluster form): an idle warp runs the layout's code
                             during gating with its loads and stores off, fetching its instructions ahead (v15,
                             lab): 0 = off, 1 = on */
-  int tiny_solo_late;    /* tiny.cu's route at T = 1 without a mask, a warp per row (the "solo" form): the idle warps
-                            write the padding once the gating warp's row has arrived instead of from the start
-                            (v39, lab, session 34; v38's outcome): 0 = off, 1 = on. The same bits either way */
   int tiny_filt;         /* tiny.cu's route of the sigmoid rows that the wide form takes (k <= 16, E 129 - 512, groups
                             in whole lanes of a warp-per-row layout), a warp per row by gate.cuh's filter on
                             approximate keys (v31b / v31c's form) instead of a row over four warps: at T = 1 the
@@ -530,8 +527,6 @@ void mr_cuda_tiny16_refuse(void);
 int mr_cuda_tiny_cluster_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's warm pass (lab knob tiny_warm): 1 where route runs it. */
 int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a);
-/* tiny.cu's late solo padding (lab knob tiny_solo_late, v39): 1 where route runs it. */
-int mr_cuda_tiny_late_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's filter rows (lab knob tiny_filt, v40): 1 where route runs them. */
 int mr_cuda_tiny_filt_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's blocks by word ownership (lab knob tiny_op_own): 1 where route runs them. */
@@ -768,14 +763,10 @@ __device__ __forceinline__ void mr_cluster_arrive_relaxed(void) {
 __device__ __forceinline__ void mr_bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
-/* the same without .aligned (barrier.sync / barrier.arrive), for warps that reach the barrier at different
- * instructions (synccheck reports the aligned form there; gate.cuh's mr_wide_bar is this sync form); arrive
- * does not wait for the other warps (only for its own warp's threads) */
+/* the same without .aligned (barrier.sync), for warps that reach the barrier at different instructions (synccheck
+ * reports the aligned form there; gate.cuh's mr_wide_bar is this form) */
 __device__ __forceinline__ void mr_bar_sync_n(uint32_t id, uint32_t count) {
   asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mr_bar_arrive_n(uint32_t id, uint32_t count) {
-  asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 /* Knobs of the decode path for the lab (dev/); defaults 0. */

@@ -174,13 +174,6 @@ extern "C" int mr_cuda_tiny_warm_c(const mr_config* cfg, const mr_gate_args* a) 
   return K.warm && !K.cl && K.threads == MR_TINY_THREADS && K.gate_warps <= (int32_t)MR_TINY_WARPS - 2 ? 1 : 0;
 }
 
-/* 1 when route runs v39's late solo padding (lab knob tiny_solo_late) for cfg: tiny.cu takes the call and its plan
- * sets late (T = 1, a warp per row; the kernel takes it only without an expert mask). */
-extern "C" int mr_cuda_tiny_late_c(const mr_config* cfg, const mr_gate_args* a) {
-  mr_tiny_k K;
-  return mr_tiny_route_plan(cfg, a, &K) && K.late ? 1 : 0;
-}
-
 /* 1 when route runs v40's filter rows (lab knob tiny_filt) for cfg: tiny.cu takes the call and its plan sets filt
  * (the solo form at T = 1, the cluster form at 2 <= T <= 16). */
 extern "C" int mr_cuda_tiny_filt_c(const mr_config* cfg, const mr_gate_args* a) {
@@ -250,8 +243,7 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
 /* The default instantiations: a warp per row for PACKED rows (16-bit softmax), the wide form for
  * the rows mr_tiny_wide_kind admits: EPL >= 8 (mr_cuda_gate_wide_shape) and 32-bit or 16-bit
  * logits (fp16 folds into bf16's instantiation, as in gate.cu). The lab knobs' instantiations
- * (tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll, tiny_solo_late) live in tiny_lab.cu and
- * tiny_lab_rows.cu. */
+ * (tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll) live in tiny_lab.cu and tiny_lab_rows.cu. */
 struct mr_tiny_default_launch {
   mr_tiny_launch_args x;
   template <int DT, int EPL, int KIND>
@@ -301,8 +293,7 @@ static cudaError_t mr_tiny_route_plan_launch(const mr_config* cfg, const mr_gate
     return mr_cuda_launch_tiny_lab_filt(cfg, a, &x);
   if (K.cl && !x.wide && mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) /* lab knob tiny_cluster, fp32-key rows */
     return mr_cuda_launch_tiny_lab_rows(cfg, a, &x);
-  if (K.cl || K.warm || K.own || K.ru || K.late) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll,
-                                                    tiny_solo_late */
+  if (K.cl || K.warm || K.own || K.ru) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll */
     return mr_cuda_launch_tiny_lab(cfg, a, &x);
   return mr_tiny_dispatch(cfg, a, mr_tiny_default_launch{x});
 }

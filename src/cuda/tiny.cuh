@@ -3,7 +3,7 @@
  * the kernel templates, their device code and the host plan, shared by tiny.cu (the default
  * kernels, the sort kernel and the entry points) and the lab kernels' translation units
  * (tiny_lab.cu, tiny_lab_rows.cu: the instantiations of the lab knobs tiny_cluster, tiny_warm,
- * tiny_op_own, wide_rank_unroll and tiny_solo_late, compiled in parallel with tiny.cu instead of lengthening its
+ * tiny_op_own and wide_rank_unroll, compiled in parallel with tiny.cu instead of lengthening its
  * build).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -78,22 +78,22 @@ typedef struct mr_tiny_k {
                              the one-pass layout's code once during gating with its shared loads and stores off
                              (live = false), so that the layout's instructions are fetched before the barrier
                              (the one-pass route with 256 threads; a kernel instantiation of its own) */
-  /* (four 8-bit flags in one word: the kernels' parameter block keeps its size and layout) */
+  /* (three 8-bit flags and a spare byte in one word: the kernels' parameter block keeps its size and layout) */
   uint8_t own;            /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
                              (mr_tiny_onepass OWN; a kernel instantiation of its own) */
-  uint8_t late;           /* lab knob tiny_solo_late (v39): at T = 1 without a mask, the idle warps write the padding
-                             only once the gating warp's row has arrived (mr_tiny_route_kernel LATE; a kernel
-                             instantiation of its own). own and late: host-side flags, no kernel reads them */
   uint8_t ru;             /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
                              flight (mr_gate_wide_row RU; a kernel instantiation of its own) */
   uint8_t filt;           /* lab knob tiny_filt (v40): the sigmoid rows that the wide form would take, a warp per row
                              by gate.cuh's filter on approximate keys (mr_tiny_route_kernel FILT; kernel
-                             instantiations of their own, tiny_lab_filt.cu). ru and filt: host-side too */
+                             instantiations of their own, tiny_lab_filt.cu). own, ru and filt: host-side flags, no
+                             kernel reads them */
+  uint8_t spare;          /* (reserved: keeps the parameter block's size; 0. v39's late flag, removed in session 35) */
 } mr_tiny_k;
-/* the parameter block's layout (the flags above share one word: v38 - v40 kept the default kernels' bytes; ru was a
- * 16-bit field holding 0 or 1 before v40, so its low byte, the only one set, stays at 86 on a little-endian device) */
-static_assert(sizeof(mr_tiny_k) == 88 && offsetof(mr_tiny_k, own) == 84 && offsetof(mr_tiny_k, late) == 85 &&
-                  offsetof(mr_tiny_k, ru) == 86 && offsetof(mr_tiny_k, filt) == 87,
+/* the parameter block's layout (the flags above share one word, which no kernel reads: v38 - v40 kept the block's
+ * size; ru was a 16-bit field at 86 before v40; v39's late, at 85, went in session 35, ru and filt taking the byte
+ * before theirs) */
+static_assert(sizeof(mr_tiny_k) == 88 && offsetof(mr_tiny_k, own) == 84 && offsetof(mr_tiny_k, ru) == 85 &&
+                  offsetof(mr_tiny_k, filt) == 86 && offsetof(mr_tiny_k, spare) == 87,
               "mr_tiny_k's layout");
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -214,8 +214,7 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
 /* T = 1 without a mask ("solo", v8): the k picks are k distinct experts, one
  * entry and one block each, so slot j of [0, k*U) is padding exactly when
  * j % U != 0 and the totals are k*U: the idle warps write the padding while the
- * row is gated, and the gating warp places its own picks. No table, and no barrier but
- * the lab form's (v39, LATE: the padding waits for the gating warp's row). */
+ * row is gated, and the gating warp places its own picks. No barrier, no table. */
 __device__ __forceinline__ void mr_tiny_solo_pad(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t first) {
   const uint32_t U = tk.U, nslot = tk.n * U, step = MR_TINY_THREADS - first;
 #pragma unroll 1
@@ -547,7 +546,6 @@ template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_T
           bool WARM = false, /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
           bool OWN = false,  /* the blocks by word ownership (tk.own, v17): likewise */
           bool RU = false,   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
-          bool LATE = false, /* T = 1's padding after the row's arrival (tk.late, v39): likewise */
           int FILT = 0>      /* 2: the sigmoid rows a warp per row by gate.cuh's filter on approximate keys (tk.filt,
                                 v40): likewise */
 __global__ void __launch_bounds__(NT, 1)
@@ -559,8 +557,7 @@ __global__ void __launch_bounds__(NT, 1)
   static_assert(!WARM || (ONEPASS && !CL && !WIDE), "the warm pass: the one-pass route, a warp per row");
   static_assert(!OWN || (ONEPASS && !CL && !WIDE && !WARM), "word ownership: the one-pass route, a warp per row");
   static_assert(!RU || (WIDE && !ONEPASS && !CL && KIND == MR_KIND_GROUPED), "ranks unrolled: grouped wide rows");
-  static_assert(!LATE || (!ONEPASS && !WIDE && !CL), "late solo padding: T = 1, a warp per row");
-  static_assert(FILT == 0 || (FILT == 2 && !WIDE && !WARM && !OWN && !LATE && KIND != MR_KIND_PACKED),
+  static_assert(FILT == 0 || (FILT == 2 && !WIDE && !WARM && !OWN && KIND != MR_KIND_PACKED),
                 "the filter rows: fp32-key rows a warp per row");
   constexpr uint32_t NW = NT / 32u;
   extern __shared__ __align__(16) uint32_t mr_tiny_smem[];
@@ -604,16 +601,7 @@ __global__ void __launch_bounds__(NT, 1)
   const uint32_t mask_warp = gating_warps < NW ? NW - 1u : 0u;
   /* mr_tiny_solo_pad (T = 1: n = k <= 32; never with the one-pass finish, T >= 2) */
   const bool solo = !ONEPASS && tk.T == 1u && !has_mask;
-  if (solo && warp >= gating_warps) {
-    /* LATE (v39, lab knob tiny_solo_late): the padding's stores wait for the gating warp's row (named barrier 1:
-     * warp 0 arrives once lane 0's first and last row words are in registers, which in practice means the whole
-     * row: its words are unpacked right after the loads; a timing matter only, the padding slots and warp 0's
-     * slots never overlap). v38 (session 34, perf-log) measured stores issued
-     * under the gating slowing the call: they are issued in the same cycles as the row's load, which heads the
-     * gating chain, on the same path to L2. Here they are issued while the row is gated, from registers. */
-    if constexpr (LATE) mr_bar_sync_n(1u, NT);
-    mr_tiny_solo_pad(o, tk, gating_warps * 32u);
-  }
+  if (solo && warp >= gating_warps) mr_tiny_solo_pad(o, tk, gating_warps * 32u);
 
   /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
   int32_t id0 = 0;
@@ -645,15 +633,6 @@ __global__ void __launch_bounds__(NT, 1)
       for (int r = 0; r < EPL; ++r) bm = max(bm, braw[r] & 0x7fffffffu);
       eps = 0x1p-17f + (__uint_as_float(__reduce_max_sync(MR_FULL_MASK, bm)) + 1.0f) * 0x1p-21f;
       fsm = (unsigned long long*)(sm + tk.scratch_off + (warp + 1u) * tk.scratch_words - 2u * MR_FILT_WORDS);
-    }
-    if constexpr (LATE) {
-      if (solo && has_row) { /* warp 0 (T = 1): lane 0's shared store of its row's first and last words cannot
-                                issue before those loads complete (in-order issue; the asm's "memory" clobber keeps
-                                the arrive after the store in program order), then the padding warps go */
-        __shared__ uint32_t s_late;
-        if (lane == 0u) *(volatile uint32_t*)&s_late = raw[0] ^ raw[EPL - 1];
-        mr_bar_arrive_n(1u, NT);
-      }
     }
     if (warp == mask_warp && mask_warp != 0u && has_mask) /* while the rows load and gate */
       mr_tiny_mask_bitmap(o.expert_mask, tk.E, sm, lane);
@@ -1105,10 +1084,6 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     }
   }
   uint32_t words = K->scratch_off + (uint32_t)K->gate_warps * K->scratch_words;
-  /* v39 (lab): T = 1 a warp per row, not the one-pass finish (T >= 2); the kernel takes it without a mask only */
-  K->late = mr_cuda_tune.tiny_solo_late > 0 && !wide && !K->filt && cfg->num_tokens == 1 && !mr_tiny_onepass_wanted(cfg)
-                ? 1
-                : 0;
   if (!wide && mr_tiny_onepass_wanted(cfg)) {
     K->onepass = 1u;
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
@@ -1125,7 +1100,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
 }
 
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false, bool OWN = false, bool RU = false, bool LATE = false, int FILT = 0>
+          bool WARM = false, bool OWN = false, bool RU = false, int FILT = 0>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;
@@ -1155,7 +1130,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
       const int dev = mr_cuda_device_slot();
       signed char v = dev >= 0 ? fits[dev] : 0;
       if (v == 0) {
-        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE, FILT>;
+        auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, FILT>;
         int n = 0;
         cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&n, (const void*)kern, &lc);
@@ -1167,7 +1142,7 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
     }
   }
   mr_decode_pdl(&lc, attr, &na);
-  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, LATE, FILT>,
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, FILT>,
                             g, *o, *K, topk_ids, topk_weights));
   return cudaSuccess;
 }
@@ -1202,8 +1177,8 @@ static cudaError_t mr_tiny_dispatch(const mr_config* cfg, const mr_gate_args* a,
 }
 
 /* The lab knobs' instantiations, in translation units of their own (compiled in parallel):
- * tiny_lab.cu the cluster form of 16-bit softmax and wide rows, the warm pass, word ownership, the unrolled
- * group ranks and the late solo padding; tiny_lab_rows.cu the cluster form of the fp32-key rows a warp per row;
+ * tiny_lab.cu the cluster form of 16-bit softmax and wide rows, the warm pass, word ownership and the unrolled
+ * group ranks; tiny_lab_rows.cu the cluster form of the fp32-key rows a warp per row;
  * tiny_lab_filt.cu the filter rows (v40). */
 extern "C" cudaError_t mr_cuda_launch_tiny_lab(const mr_config* cfg, const mr_gate_args* a,
                                               const mr_tiny_launch_args* x);

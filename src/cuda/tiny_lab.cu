@@ -1,6 +1,6 @@
 /*
  * tiny_lab.cu - the instantiations of tiny.cu's lab knobs tiny_cluster (16-bit softmax rows, wide gate rows)
- * and tiny_warm (perf-log v15), tiny_op_own and wide_rank_unroll (v17), and tiny_solo_late (v39)
+ * and tiny_warm (perf-log v15), and tiny_op_own and wide_rank_unroll (v17)
  * (tiny.cuh's kernel templates; a translation unit of its own so that these lab-only kernels
  * compile in parallel with tiny.cu's default ones).
  *
@@ -19,9 +19,6 @@ struct mr_tiny_lab_launch {
                                                                                  x.topk_weights, x.stream);
       if (K->onepass && K->warm) /* the warm pass */
         return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, true>(
-            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-      if (!K->onepass && K->late) /* v39: T = 1's padding after the row's arrival */
-        return mr_launch_tiny_t<DT, EPL, KIND, false, false, MR_TINY_THREADS, false, false, false, false, true>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
       if (K->onepass && K->own) { /* the blocks by word ownership, 256 or 512 threads as the default */
         if constexpr (EPL <= 16)

@@ -16,10 +16,10 @@ struct mr_tiny_lab_filt_launch {
       const mr_tiny_k* K = x.K;
       constexpr int D = MR_KIND_DT(DT, KIND); /* fp16 folds into bf16's instantiation, as elsewhere */
       if (K->cl) /* 2 <= T <= 16: the cluster form, one row per CTA */
-        return mr_launch_tiny_t<D, EPL, KIND, false, true, MR_TINY_THREADS, true, false, false, false, false, 2>(
+        return mr_launch_tiny_t<D, EPL, KIND, false, true, MR_TINY_THREADS, true, false, false, false, 2>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
       if (!K->onepass) /* T = 1: the solo form (with an expert mask, the sort from registers) */
-        return mr_launch_tiny_t<D, EPL, KIND, false, false, MR_TINY_THREADS, false, false, false, false, false, 2>(
+        return mr_launch_tiny_t<D, EPL, KIND, false, false, MR_TINY_THREADS, false, false, false, false, 2>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
     }
     return cudaErrorInvalidConfiguration; /* unreachable: mr_tiny_filt_kind, mr_tiny_plan */
