@@ -1,10 +1,11 @@
 #!/bin/bash
-# Device call 104 (session 35): v40's rule (tiny_filt 0: the wide form's sigmoid rows a warp per row by the filter
-# where k >= 9; perf-log v40) against the wide rows (tiny_filt -1): wide_lab --tfilt9, five sigmoid shapes with
+# Device call 104 (session 35; not yet run: the session's device time went to failed starts): what v40's rule would
+# take (the wide form's sigmoid rows a warp per row by the filter where k >= 9; perf-log v40; tiny_filt 1 on these
+# shapes) against the wide rows (tiny_filt -1): wide_lab --tfilt9, five sigmoid shapes with
 # k = 9 - 16 (E 160 - 512, fp32 / bf16 / fp16, with and without bias, one grouped), T = 1 - 16, the bits against the
 # wide rows (four input kinds, U = 32 / 16), then the kernel, eager and graph metrics. The kernels are lab call 103's
-# (its quick set clean under memcheck, racecheck, synccheck and initcheck), so no sanitizer here; the results run
-# that follows in the same call (bench/run_device_results.sh) runs test_cuda and the sanitizers with the rule on.
+# (its quick set clean under memcheck, racecheck, synccheck and initcheck), so no sanitizer here. If every shape
+# gains: MR_TINY_FILT_AUTO 1 (tiny.cuh), then a results run (test_cuda and the sanitizers with the rule on).
 # Predicted (lab call 103's E = 384 k = 16 bf16 row: 5.43 -> 4.36 us at T = 1): -0.5 to -1.1 us at k = 16, less at
 # k = 9 - 12 (the wide form's 16-key lists serve every k from 9; the filter's k - 1 rounds shrink with k).
 # Usage on the device, repo root: COMMIT=<sha> bash dev/lab_run104.sh > $OUT/lab_summary.txt 2>&1

@@ -45,7 +45,8 @@
  *    keys (mr_cuda_tune.tiny_filt) against the default route, T = 1 - 16 (the solo form at T = 1, the cluster form
  *    above), as --twarm: bits, then the kernel, eager and graph metrics (the graph metric: a one-call graph replayed
  *    back to back). --no-time [--quick]: the check alone.
- * --tfilt9 (session 35, perf-log v40): v40's rule (k >= 9) against the wide rows, sigmoid shapes with k = 9 - 16.
+ * --tfilt9 (session 35, perf-log v40): the filter rows against the wide rows on sigmoid shapes with k = 9 - 16 (the
+ *    rows v40's rule would take).
  * --tmsort (session 11): the token-mask sort (any U, T <= 256) against the other sorts, bit for
  *    bit and timed. --time-only [--no-buf]: the timing table alone (--no-buf: without moe_buf, the
  *    16-bit softmax shapes at T >= 48; session 18).
@@ -1449,8 +1450,9 @@ static int tfilt(void) {
   return bad;
 }
 
-/* --tfilt9 (session 35, perf-log v40): v40's rule (tiny_filt 0: the filter rows where k >= 9) against the wide rows
- * (tiny_filt -1) on sigmoid shapes with k = 9 - 16 (E 160 - 512, with and without bias, one grouped), as --tfilt. */
+/* --tfilt9 (session 35, perf-log v40): what v40's rule would take (the filter rows where k >= 9; tiny_filt 1 on these
+ * shapes, whatever MR_TINY_FILT_AUTO says) against the wide rows (tiny_filt -1) on sigmoid shapes with k = 9 - 16
+ * (E 160 - 512, with and without bias, one grouped), as --tfilt. */
 static const Shape FS9[] = {
     {"e384-k16-bf16", 384, 16, MOEROUTE_SCORE_SIGMOID, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
     {"e256-k12-bias", 256, 12, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 2.5f, 5120, MOEROUTE_DTYPE_FP32},
@@ -1464,7 +1466,7 @@ static int tfilt9(void) {
   const int nt = g_tm_quick ? 3 : 6;
   mr_cuda_tune.tiny_cluster = 0;
   g_graph1 = 1;
-  const KnobAB k = {"tiny_filt", -1, 0, FS9, (int)(sizeof FS9 / sizeof FS9[0]), &mr_cuda_tune.tiny_filt,
+  const KnobAB k = {"tiny_filt", -1, 1, FS9, (int)(sizeof FS9 / sizeof FS9[0]), &mr_cuda_tune.tiny_filt,
                     mr_cuda_tiny_filt_c, ts, nt, 4, 0};
   const int bad = knob_ab(&k);
   g_graph1 = 0;

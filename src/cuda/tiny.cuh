@@ -2,9 +2,9 @@
  * tiny.cuh - tiny.cu's one-CTA decode route (see tiny.cu's header for what it does and why):
  * the kernel templates, their device code and the host plan, shared by tiny.cu (the default
  * kernels, the sort kernel and the entry points) and the lab kernels' translation units
- * (tiny_lab.cu, tiny_lab_rows.cu: the instantiations of the lab knobs tiny_cluster, tiny_warm,
- * tiny_op_own and wide_rank_unroll, compiled in parallel with tiny.cu instead of lengthening its
- * build).
+ * (tiny_lab.cu, tiny_lab_rows.cu, tiny_lab_filt.cu: the instantiations of the lab knobs tiny_cluster,
+ * tiny_warm, tiny_op_own, wide_rank_unroll and tiny_filt, compiled in parallel with tiny.cu instead of
+ * lengthening its build).
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -777,16 +777,22 @@ __global__ void __launch_bounds__(NT, 1)
  * with k = 8 the filter rows lost at every T: Kimi-K2 T = 1 / 8 3.30 / 4.13 -> 3.49 / 4.65, grouped DeepSeek-R1 3.00
  * / 4.13 -> 4.03 / 4.86, GLM-4.5 and MiniMax-M2 +0.7 - 1.0 (perf-log v40). */
 #define MR_TINY_FILT_AUTO_K 9
+/* 1: knob 0 takes the rule above; 0: the filter rows only by the knob (tiny_filt 1). Off since session 35: the rule
+ * rests on one k = 16 shape, and neither wide_lab --tfilt9 (the rule against the wide rows on five k = 9 - 16 shapes,
+ * dev/lab_run104.sh) nor a results run with it on has run on a device (the session's device time went to failed
+ * starts). */
+#define MR_TINY_FILT_AUTO 0
 /* v40 (knob tiny_filt: 0 = the rule above, 1 = wherever the form applies, -1 = never): the rows that the wide form
- * would take, where they are sigmoid rows that gate.cuh's filter on approximate keys serves a warp per row (mr_gate_full FILT 2: k <= 16; groups, if any, in whole lanes of
- * the warp-per-row layout: mr_gate_p_init's group_reg_lanes), E 129 - 512 (the instantiations of tiny_lab_filt.cu),
- * T <= 16. Those rows are then not wide rows: a warp per row, the solo form at T = 1, the cluster form above. */
+ * would take, where they are sigmoid rows that gate.cuh's filter on approximate keys serves a warp per row
+ * (mr_gate_full FILT 2: k <= 16; groups, if any, in whole lanes of the warp-per-row layout: mr_gate_p_init's
+ * group_reg_lanes), E 129 - 512 (the instantiations of tiny_lab_filt.cu), T <= 16. Those rows are then not wide
+ * rows: a warp per row, the solo form at T = 1, the cluster form above. */
 static inline int mr_tiny_filt_kind(const mr_config* cfg, const mr_gate_args* a) {
   const int kind = mr_gate_kind(a, cfg->dtype), epl = mr_cuda_epl_bucket(cfg->num_experts);
   const int knob = mr_cuda_tune.tiny_filt;
-  if (knob < 0 || (knob == 0 && cfg->top_k < MR_TINY_FILT_AUTO_K) || mr_cuda_tune.tiny_wide < 0 ||
-      a->score != MOEROUTE_SCORE_SIGMOID || (epl != 8 && epl != 16) || cfg->num_tokens < 1 || cfg->num_tokens > 16 ||
-      !mr_cuda_gate_wide_shape(a, kind))
+  const int by_rule = MR_TINY_FILT_AUTO && cfg->top_k >= MR_TINY_FILT_AUTO_K;
+  if (knob < 0 || (knob == 0 && !by_rule) || mr_cuda_tune.tiny_wide < 0 || a->score != MOEROUTE_SCORE_SIGMOID ||
+      (epl != 8 && epl != 16) || cfg->num_tokens < 1 || cfg->num_tokens > 16 || !mr_cuda_gate_wide_shape(a, kind))
     return 0;
   if (kind == MR_KIND_GROUPED) {
     const int lpg = a->group_size % epl == 0 ? a->group_size / epl : 0; /* as mr_gate_p_init */
