@@ -1436,18 +1436,21 @@ static const Shape FS[] = {
     {"kimi-bf16-k16", 384, 16, MOEROUTE_SCORE_SIGMOID, 0, 1, 1, 1.0f, 7168, MOEROUTE_DTYPE_BF16},
     {"e384-g12-fp16", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 12, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP16},
 };
-static int tfilt(void) {
-  static const int TS[] = {1, 2, 3, 4, 8, 12, 16}, TQ[] = {1, 2, 16};
-  const int* ts = g_tm_quick ? TQ : TS;
-  const int nt = g_tm_quick ? 3 : 7;
-  mr_cuda_tune.tiny_cluster = 0; /* the automatic rule, as the library runs by default */
+/* tiny_filt off (-1) against on (1) over shapes sh at the token counts ts (quick: tq), with the cluster form's
+ * automatic rule on, as the library runs by default: --tfilt and --tfilt9 */
+static int filt_ab(const Shape* sh, int ns, const int* ts, int nt, const int* tq, int nq) {
+  mr_cuda_tune.tiny_cluster = 0;
   g_graph1 = 1;
-  const KnobAB k = {"tiny_filt", -1, 1, FS, (int)(sizeof FS / sizeof FS[0]), &mr_cuda_tune.tiny_filt,
-                    mr_cuda_tiny_filt_c, ts, nt, 4, 0};
+  const KnobAB k = {"tiny_filt", -1, 1, sh, ns, &mr_cuda_tune.tiny_filt, mr_cuda_tiny_filt_c, g_tm_quick ? tq : ts,
+                    g_tm_quick ? nq : nt, 4, 0};
   const int bad = knob_ab(&k);
   g_graph1 = 0;
   mr_cuda_tune.tiny_cluster = -1;
   return bad;
+}
+static int tfilt(void) {
+  static const int TS[] = {1, 2, 3, 4, 8, 12, 16}, TQ[] = {1, 2, 16};
+  return filt_ab(FS, (int)(sizeof FS / sizeof FS[0]), TS, 7, TQ, 3);
 }
 
 /* --tfilt9 (session 35, perf-log v40): what v40's rule would take (the filter rows where k >= 9; tiny_filt 1 on these
@@ -1462,16 +1465,7 @@ static const Shape FS9[] = {
 };
 static int tfilt9(void) {
   static const int TS[] = {1, 2, 4, 8, 12, 16}, TQ[] = {1, 2, 8};
-  const int* ts = g_tm_quick ? TQ : TS;
-  const int nt = g_tm_quick ? 3 : 6;
-  mr_cuda_tune.tiny_cluster = 0;
-  g_graph1 = 1;
-  const KnobAB k = {"tiny_filt", -1, 1, FS9, (int)(sizeof FS9 / sizeof FS9[0]), &mr_cuda_tune.tiny_filt,
-                    mr_cuda_tiny_filt_c, ts, nt, 4, 0};
-  const int bad = knob_ab(&k);
-  g_graph1 = 0;
-  mr_cuda_tune.tiny_cluster = -1;
-  return bad;
+  return filt_ab(FS9, (int)(sizeof FS9 / sizeof FS9[0]), TS, 6, TQ, 3);
 }
 
 /* --tru (session 18, perf-log v17): wide_rank_unroll, the grouped wide rows' group ranks from eight
