@@ -1867,6 +1867,42 @@ static void group_engine(void) {
       }
 }
 
+/* group_thresholds' shapes (group_nonfinite_bias takes three of them too): shapes only
+ * these switches need (not in ENGINE_SHAPES, whose other groups keep their case lists):
+ * DeepSeek-R1 sizes with softmax (bench's deepseek-r1-softmax), and wide gate rows at
+ * EPL = 32, at the E <= 384 split of the bound, and with other group layouts (32 lanes per
+ * group; five groups) */
+static const engine_shape THRESHOLD_SHAPES[] = {
+    {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 7168,
+     "ds-softmax"},
+    {1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
+     "sig-e1024"},
+    {512, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.0f, MOEROUTE_DTYPE_FP32, 2048,
+     "sig-e512"},
+    {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 4, 2, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_FP32, 4096,
+     "sig-e256-g4"},
+    {160, 6, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 1, 5, 3, MOEROUTE_GROUP_SCORE_MAX, 1.0f, MOEROUTE_DTYPE_FP16, 2048,
+     "ssp-e160-g5"},
+    /* tiny.cu's bounds by E bucket (16-bit softmax rows, no groups) */
+    {64, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
+     "olmoe"},
+    {160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP16, 5120,
+     "sm-e160"},
+    {1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 4096,
+     "sm-e1024"},
+    /* sigmoid rows by segments of 16 lanes (v33b): E = 256 with fp32 logits, 16 per segment lane */
+    {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP32, 3072,
+     "sig-e256"},
+    {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_FP16, 5120,
+     "sig-e160-h"},
+    /* grouped sigmoid rows by segments (v35), shapes besides DeepSeek-R1's that its rule admits (session 33's
+       review): E = 128 (8 per segment lane, groups of two lanes), E = 160 in ten groups by their maximum, fp16 */
+    {128, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_BF16, 2048,
+     "sig-e128-g8"},
+    {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 10, 3, MOEROUTE_GROUP_SCORE_MAX, 1.0f, MOEROUTE_DTYPE_FP16, 2048,
+     "sig-e160-g10"},
+};
+
 /* T just below and above each switch of the CUDA dispatch (src/cuda/entry.cu,
  * tiny.cu, large.cu), the two sides of a pair with the same options (variant,
  * mask, moe_buf): tiny.cu's bounds (T = 1 for any E; its one-pass finish at 2 <= T <= 8 with
@@ -1882,40 +1918,6 @@ static void group_engine(void) {
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384), and the cluster form's rule (design.md 34). */
 static void group_thresholds(void) {
-  /* shapes only these switches need (not in ENGINE_SHAPES, whose other groups keep
-   * their case lists): DeepSeek-R1 sizes with softmax (bench's deepseek-r1-softmax),
-   * and wide gate rows at EPL = 32, at the E <= 384 split of the bound, and with
-   * other group layouts (32 lanes per group; five groups) */
-  static const engine_shape LOCAL[] = {
-      {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 7168,
-       "ds-softmax"},
-      {1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
-       "sig-e1024"},
-      {512, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.0f, MOEROUTE_DTYPE_FP32, 2048,
-       "sig-e512"},
-      {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 4, 2, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_FP32, 4096,
-       "sig-e256-g4"},
-      {160, 6, MOEROUTE_SCORE_SQRT_SOFTPLUS, 1, 1, 5, 3, MOEROUTE_GROUP_SCORE_MAX, 1.0f, MOEROUTE_DTYPE_FP16, 2048,
-       "ssp-e160-g5"},
-      /* tiny.cu's bounds by E bucket (16-bit softmax rows, no groups) */
-      {64, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
-       "olmoe"},
-      {160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP16, 5120,
-       "sm-e160"},
-      {1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 4096,
-       "sm-e1024"},
-      /* sigmoid rows by segments of 16 lanes (v33b): E = 256 with fp32 logits, 16 per segment lane */
-      {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP32, 3072,
-       "sig-e256"},
-      {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_FP16, 5120,
-       "sig-e160-h"},
-      /* grouped sigmoid rows by segments (v35), shapes besides DeepSeek-R1's that its rule admits (session 33's
-         review): E = 128 (8 per segment lane, groups of two lanes), E = 160 in ten groups by their maximum, fp16 */
-      {128, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_BF16, 2048,
-       "sig-e128-g8"},
-      {160, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 10, 3, MOEROUTE_GROUP_SCORE_MAX, 1.0f, MOEROUTE_DTYPE_FP16, 2048,
-       "sig-e160-g10"},
-  };
   static const struct {
     const char* shape;
     int64_t T; /* the lower side; the upper is T + 1 */
@@ -2109,9 +2111,10 @@ static void group_thresholds(void) {
       const int64_t T = C[i].T + side;
       if (too_large(T)) continue;
       tcase tc;
-      engine_config(&tc, shape_in(LOCAL, NUM(LOCAL), C[i].shape), T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
+      const engine_shape* sh = shape_in(THRESHOLD_SHAPES, NUM(THRESHOLD_SHAPES), C[i].shape);
+      engine_config(&tc, sh, T, i, i % 3 == 2 ? 1 : -1, case_seed(12, idx++));
       if (C[i].nobuf == 1) tc.p.moe_buf_bytes = 0;
-      if (C[i].nobuf == 2) tc.p.moe_buf_bytes = (size_t)T * (size_t)shape_in(LOCAL, NUM(LOCAL), C[i].shape)->model_dim * 2;
+      if (C[i].nobuf == 2) tc.p.moe_buf_bytes = (size_t)T * (size_t)sh->model_dim * 2;
       if (C[i].unit > 0) tc.p.unit_size = C[i].unit;
       run_case_timed(&tc, "thresholds", 0);
     }
@@ -2554,22 +2557,14 @@ static void nonfinite_bias_case(const engine_shape* sh, int64_t T, int pat, int 
   dev_reset();
 }
 
-/* The sigmoid-with-bias engine shapes (MiniMax-M2 and the 16-bit ones as group_thresholds'
- * LOCAL has them) x T x the five patterns, route with a moe_buf; then route without one
+/* The sigmoid-with-bias engine shapes (and THRESHOLD_SHAPES' sig-e256, MiniMax-M2's sizes,
+ * and two 16-bit ones) x T x the five patterns, route with a moe_buf; then route without one
  * where the gate kernel takes its segment form (Kimi-K2 from T = 8192; with --large,
  * T = 16384 for every shape, with and without a moe_buf). */
 static void group_nonfinite_bias(void) {
-  static const engine_shape LOCAL[] = {
-      {256, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP32, 3072,
-       "minimax-m2"},
-      {1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
-       "sig-e1024"},
-      {128, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.5f, MOEROUTE_DTYPE_BF16, 2048,
-       "sig-e128-g8"},
-  };
-  /* no groups: Kimi-K2 (E = 384), GLM-4.5 (160), MiniMax-M2 (256), E = 1024 bf16; grouped: DeepSeek-R1 (8 / 4),
+  /* no groups: Kimi-K2 (E = 384), GLM-4.5 (160), sig-e256 (MiniMax-M2's), E = 1024 bf16; grouped: DeepSeek-R1 (8 / 4),
    * E = 128 bf16 (8 / 4) */
-  static const char* const SH[] = {"kimi-k2", "deepseek-r1", "glm-4.5", "minimax-m2", "sig-e1024", "sig-e128-g8"};
+  static const char* const SH[] = {"kimi-k2", "deepseek-r1", "glm-4.5", "sig-e256", "sig-e1024", "sig-e128-g8"};
   /* decode (tiny.cu, the cluster forms, the pair), the filter without groups (1024) and with (4096) */
   static const int64_t NB_T[] = {1, 2, 8, 16, 1024, 4096};
   static const int64_t NB_QUICK_T[] = {1, 16, 4096};
@@ -2579,7 +2574,8 @@ static void group_nonfinite_bias(void) {
   for (int si = 0; si < NUM(SH); si++)
     for (int ti = 0; ti < nt; ti++)
       for (int pat = 0; pat < NB_COUNT; pat++)
-        nonfinite_bias_case(shape_in(LOCAL, NUM(LOCAL), SH[si]), ts[ti], pat, si + ti + pat, 1, case_seed(14, idx++));
+        nonfinite_bias_case(shape_in(THRESHOLD_SHAPES, NUM(THRESHOLD_SHAPES), SH[si]), ts[ti], pat, si + ti + pat, 1,
+                            case_seed(14, idx++));
   /* mr_sig_seg_row: route without a moe_buf, Kimi-K2's rows by segments from T = 8192 */
   if (!g_opt.quick)
     for (int pat = 0; pat < NB_COUNT; pat++)
@@ -2588,7 +2584,8 @@ static void group_nonfinite_bias(void) {
     for (int si = 0; si < NUM(SH); si++)
       for (int pat = 0; pat < NB_COUNT; pat++)
         for (int mb = 1; mb >= 0; mb--)
-          nonfinite_bias_case(shape_in(LOCAL, NUM(LOCAL), SH[si]), 16384, pat, si + pat + mb, mb, case_seed(14, idx++));
+          nonfinite_bias_case(shape_in(THRESHOLD_SHAPES, NUM(THRESHOLD_SHAPES), SH[si]), 16384, pat, si + pat + mb, mb,
+                              case_seed(14, idx++));
 }
 
 /* ======================================================================== */
