@@ -1427,7 +1427,7 @@ static int town(void) {
  * bias (its other rows: skipped), then FSX's bf16 grouped shape and grouped E = 384 shape (groups of two lanes);
  * T = 1 - 16, four input kinds (ties and NaN / inf send rows to the exact fallback inside the filter form), U = 32
  * and 16; bits, then the kernel, eager and graph metrics. --no-time [--quick]: the check alone. (Lab call 103 ran
- * the same seven shapes from one table, in SH's order then FSX's.) */
+ * the same seven shapes from one table of its own, in another order.) */
 static const Shape FSX[] = { /* besides SH, whose sigmoid rows with E 129 - 512 the form takes (the others: skipped) */
     {"ds-r1-bf16", 256, 8, MOEROUTE_SCORE_SIGMOID, 1, 8, 4, 2.5f, 7168, MOEROUTE_DTYPE_BF16},
     {"e384-g12-fp16", 384, 8, MOEROUTE_SCORE_SIGMOID, 1, 12, 4, 2.5f, 7168, MOEROUTE_DTYPE_FP16},
