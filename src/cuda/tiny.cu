@@ -243,7 +243,8 @@ extern "C" int mr_cuda_tiny_takes(const mr_config* cfg, const mr_gate_args* a) {
 /* The default instantiations: a warp per row for PACKED rows (16-bit softmax), the wide form for
  * the rows mr_tiny_wide_kind admits: EPL >= 8 (mr_cuda_gate_wide_shape) and 32-bit or 16-bit
  * logits (fp16 folds into bf16's instantiation, as in gate.cu). The lab knobs' instantiations
- * (tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll) live in tiny_lab.cu and tiny_lab_rows.cu. */
+ * (tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll) live in tiny_lab.cu and tiny_lab_rows.cu,
+ * tiny_filt's in tiny_lab_filt.cu. */
 struct mr_tiny_default_launch {
   mr_tiny_launch_args x;
   template <int DT, int EPL, int KIND>
