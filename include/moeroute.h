@@ -89,7 +89,7 @@ typedef enum moeroute_status {
   MOEROUTE_ERR_BAD_STRIDE = 5,          /* logits_row_stride < E */
   MOEROUTE_ERR_BAD_GROUPS = 6,          /* G does not divide E, topk_groups out of [1,G], topk_groups*E/G < k, TOP2_SUM with one expert per group */
   MOEROUTE_ERR_BAD_VALUE = 7,           /* renormalize not 0/1, a non-finite scale, a non-finite bias value (CPU),
-                                           an expert_mask value not 0/1 (CPU) */
+                                           an expert_mask value not 0/1 (CPU), a CUDA workspace not 16-byte aligned */
   MOEROUTE_ERR_WORKSPACE_TOO_SMALL = 8, /* workspace_bytes below what *_workspace_size() asked for */
   MOEROUTE_ERR_MOE_BUF = 9,             /* moe_buf NULL with moe_buf_bytes > 0 */
   MOEROUTE_ERR_NOT_SUPPORTED = 10,      /* a valid request this backend/build has no path for */
@@ -208,7 +208,8 @@ typedef struct moeroute_buffers {
   /* --- extras --- */
   void* moe_buf;                 /* out, optional (route/sort): params.moe_buf_bytes bytes set to zero. NULL = not cleared
                                     (then moe_buf_bytes must be 0) */
-  void* workspace;               /* scratch of workspace_bytes; may be NULL when the size query said 0 */
+  void* workspace;               /* scratch of workspace_bytes; may be NULL when the size query said 0. CUDA: 16-byte
+                                    aligned (cudaMalloc gives 256), else MOEROUTE_ERR_BAD_VALUE; CPU: any alignment */
   size_t workspace_bytes;
 } moeroute_buffers;
 

@@ -530,7 +530,8 @@ def route(logits, top_k=None, *, score=None, renormalize=None, scale=None, bias=
     unit_size: the grouped GEMM's block size U. layout: 'ck' (aiter), 'vllm' (SGLang), 'both'.
     moe_buf: an array cleared to zero by the call (the MoE output buffer), or None.
     out: a RouteResult (from route_buffers() or an earlier call) or a dict of output arrays
-      to fill instead of allocating; workspace: a scratch array (bytes) to use.
+      to fill instead of allocating; workspace: a scratch array (bytes) to use (on CUDA
+      16-byte aligned, as fresh torch / CuPy allocations are).
       For CUDA graph capture pass both (route_buffers() makes them).
     trim: slice the sorted arrays to their valid range; default True for host arrays,
       False for device arrays (trimming reads the total: it synchronises).

@@ -412,6 +412,11 @@ static moeroute_status mr_cuda_prepare(moeroute_op op, const moeroute_params* pa
   *ws = mr_cuda_workspace_needed(op, cfg);
   st = mr_validate_buffers(op, cfg, buffers, *ws, fn);
   if (st != MOEROUTE_OK) return st;
+  /* The kernels store 4-, 8- and 16-byte words in the workspace: a pointer off that grid would fault on the device
+   * (session 36's review). cudaMalloc and the caching allocators return 256-byte aligned memory. */
+  if (*ws > 0 && ((uintptr_t)buffers->workspace & 15u) != 0)
+    return mr_fail(MOEROUTE_ERR_BAD_VALUE, "%s: buffers->workspace=%p is not 16-byte aligned (the CUDA backend stores "
+                   "16-byte words there; cudaMalloc returns 256-byte aligned memory)", fn, buffers->workspace);
   int dev = -1;
   cudaError_t err = cudaGetDevice(&dev);
   if (err != cudaSuccess) {

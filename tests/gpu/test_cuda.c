@@ -2815,6 +2815,7 @@ static void group_bad_input(void) {
     MUT_MOE_BUF_NULL,
     MUT_WS_SMALL,
     MUT_WS_NULL,
+    MUT_WS_MISALIGNED,
     MUT_LAYOUTS_0,
     MUT_RENORM_2
   };
@@ -2892,6 +2893,8 @@ static void group_bad_input(void) {
        -1, -1, -1, -1, -1, -1, 0, 1, 0},
       {BAD("workspace NULL", MOEROUTE_OP_ROUTE, MUT_WS_NULL, MOEROUTE_ERR_NULL_POINTER), -1, -1, -1, -1, -1, -1, -1, -1,
        -1, -1, 0, 1, 0},
+      {BAD("workspace not 16-byte aligned", MOEROUTE_OP_ROUTE, MUT_WS_MISALIGNED, MOEROUTE_ERR_BAD_VALUE), -1, -1, -1,
+       -1, -1, -1, -1, -1, -1, -1, 0, 1, 0},
       {BAD("layouts = 0", MOEROUTE_OP_SORT, MUT_LAYOUTS_0, MOEROUTE_ERR_BAD_ENUM), -1, -1, -1, -1, -1, -1, -1, -1, -1,
        -1, 0, 1, 0},
       {BAD("renormalize = 2", MOEROUTE_OP_GATE, MUT_RENORM_2, MOEROUTE_ERR_BAD_VALUE), -1, -1, -1, -1, -1, -1, -1, -1,
@@ -2917,7 +2920,7 @@ static void group_bad_input(void) {
     if (c->mut == MUT_LAYOUTS_0) p.layouts = 0;
     if (c->mut == MUT_RENORM_2) p.renormalize = 2;
     moeroute_op op = c->op;
-    if (c->mut == MUT_WS_SMALL || c->mut == MUT_WS_NULL) { /* needs an op that asks for a workspace at this shape */
+    if (c->mut == MUT_WS_SMALL || c->mut == MUT_WS_NULL || c->mut == MUT_WS_MISALIGNED) { /* needs an op that asks for a workspace at this shape */
       op = MOEROUTE_OP_ROUTE;
       while (cuda_ws(op, &p) == 0 && op != MOEROUTE_OP_SORT) op = (moeroute_op)(op + 1);
       if (cuda_ws(op, &p) == 0) {
@@ -2955,6 +2958,9 @@ static void group_bad_input(void) {
         break;
       case MUT_WS_NULL:
         bu.workspace = NULL;
+        break;
+      case MUT_WS_MISALIGNED: /* 4 bytes in: int32-aligned, not 16 (the allocation has 1024 bytes to spare) */
+        bu.workspace = (unsigned char*)bu.workspace + 4;
         break;
       default:
         break;

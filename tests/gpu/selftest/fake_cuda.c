@@ -242,6 +242,8 @@ static moeroute_status call(moeroute_op op, const char* fn, const moeroute_param
   if (s != MOEROUTE_OK) return s;
   if (b->workspace_bytes < need) return mr_fail(MOEROUTE_ERR_WORKSPACE_TOO_SMALL, "%s (fake): workspace", fn);
   if (need && !b->workspace) return mr_fail(MOEROUTE_ERR_NULL_POINTER, "%s (fake): workspace NULL", fn);
+  if (need && ((uintptr_t)b->workspace & 15u) != 0) /* as the CUDA backend (entry.cu mr_cuda_prepare) */
+    return mr_fail(MOEROUTE_ERR_BAD_VALUE, "%s (fake): workspace not 16-byte aligned", fn);
   if (!g_capture) return execute(op, p, b);
   /* capturing: validate on host copies of nothing - check what the CPU would refuse
    * without touching the buffers, then record the call */
