@@ -378,8 +378,8 @@ typedef struct mr_cuda_tuning {
                             in whole lanes of a warp-per-row layout), a warp per row by gate.cuh's filter on
                             approximate keys (v31b / v31c's form) instead of a row over four warps: at T = 1 the
                             solo form, at 2 <= T <= 16 the cluster form with one row per CTA (v40, session 35):
-                            0 = auto (tiny.cuh MR_TINY_FILT_AUTO_K: k >= 9, lab call 103; off while MR_TINY_FILT_AUTO
-                            is 0), 1 = wherever it applies, -1 = never. The same bits either way */
+                            0 = auto (tiny.cuh MR_TINY_FILT_AUTO_K / _E: k >= 9 and E > 256, lab calls 103 and
+                            105), 1 = wherever it applies, -1 = never. The same bits either way */
   int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
                             ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
                             its word's prefix, no search; v17): 0 = auto (tiny.cuh mr_tiny_own_auto: k <= 4,

@@ -771,17 +771,24 @@ __global__ void __launch_bounds__(NT, 1)
 
 /* Host: tiny.cu's wide form serves the row kind (sigmoid / sqrt_softplus rows
  * that the wide gate rows take), T and n bounds aside. */
-/* v40's rule (knob tiny_filt 0, session 35; lab call 103, dev/runs/run103/tfilt.log, H100, kernel metric, route with
- * moe_buf, the wide rows / the filter rows): the filter rows only where k >= 9, where the wide form merges lists of
- * 16 keys: E = 384 k = 16 bf16 without bias T = 1 / 2 / 4 / 8 5.43 / 6.27 / 6.40 / 6.41 -> 4.36 / 5.14 / 5.19 / 5.37;
- * with k = 8 the filter rows lost at every T: Kimi-K2 T = 1 / 8 3.30 / 4.13 -> 3.49 / 4.65, grouped DeepSeek-R1 3.00
- * / 4.13 -> 4.03 / 4.86, GLM-4.5 and MiniMax-M2 +0.7 - 1.0 (perf-log v40). */
+/* v40's rule (knob tiny_filt 0): the filter rows only where k >= 9 (where the wide form merges lists of 16 keys) and
+ * E > 256 (where the wide form's lanes hold 3 - 4 keys), from two lab calls on the H100 (kernel metric, route with
+ * moe_buf, the wide rows -> the filter rows):
+ *   - lab call 103 (session 35, dev/runs/run103/tfilt.log): E = 384 k = 16 bf16 without bias T = 1 / 2 / 4 / 8
+ *     5.43 / 6.27 / 6.40 / 6.41 -> 4.36 / 5.14 / 5.19 / 5.37; with k = 8 the filter rows lost at every T (Kimi-K2
+ *     T = 1 / 8 3.30 / 4.13 -> 3.49 / 4.65, grouped DeepSeek-R1 3.00 / 4.13 -> 4.03 / 4.86, GLM-4.5 and MiniMax-M2
+ *     +0.7 - 1.0);
+ *   - lab call 105 (session 36, dev/runs/run105/tfilt9.log, wide_lab --tfilt9): the same E = 384 shape T = 1 / 2 / 4
+ *     / 8 4.06 / 6.20 / 6.25 / 6.49 -> 4.21 / 5.11 / 5.21 / 5.29 (T = 1's wide rows 1.4 us faster than in call 103:
+ *     the placement state of targets.md L5, not a code change); E = 512 k = 9 fp16 with bias T = 1 - 12 -0.26 to
+ *     -0.50; but with E <= 256 the filter rows lost at every T but one: E = 256 k = 12 with bias +0.66 - 0.94,
+ *     grouped E = 256 k = 10 +0.26 - 0.61 (-0.45 at T = 4), E = 160 k = 16 +1.27 - 4.22.
+ * (perf-log v40, v41.) No preset of models.tsv has sigmoid rows with k >= 9: the rule serves other routers. */
 #define MR_TINY_FILT_AUTO_K 9
-/* 1: knob 0 takes the rule above; 0: the filter rows only by the knob (tiny_filt 1). Off since session 35: the rule
- * rests on one k = 16 shape, and neither wide_lab --tfilt9 (the rule against the wide rows on five k = 9 - 16 shapes,
- * dev/lab_run104.sh) nor a results run with it on has run on a device (the session's device time went to failed
- * starts). */
-#define MR_TINY_FILT_AUTO 0
+#define MR_TINY_FILT_AUTO_E 256 /* the rule takes E above this */
+/* 1: knob 0 takes the rule above; 0: the filter rows only by the knob (tiny_filt 1). On since session 36 (lab call
+ * 105 timed it on five k = 9 - 16 shapes and narrowed it to E > 256). */
+#define MR_TINY_FILT_AUTO 1
 /* v40 (knob tiny_filt: 0 = the rule above, 1 = wherever the form applies, -1 = never): the rows that the wide form
  * would take, where they are sigmoid rows that gate.cuh's filter on approximate keys serves a warp per row
  * (mr_gate_full FILT 2: k <= 16; groups, if any, in whole lanes of the warp-per-row layout: mr_gate_p_init's
@@ -790,7 +797,7 @@ __global__ void __launch_bounds__(NT, 1)
 static inline int mr_tiny_filt_kind(const mr_config* cfg, const mr_gate_args* a) {
   const int kind = mr_gate_kind(a, cfg->dtype), epl = mr_cuda_epl_bucket(cfg->num_experts);
   const int knob = mr_cuda_tune.tiny_filt;
-  const int by_rule = MR_TINY_FILT_AUTO && cfg->top_k >= MR_TINY_FILT_AUTO_K;
+  const int by_rule = MR_TINY_FILT_AUTO && cfg->top_k >= MR_TINY_FILT_AUTO_K && cfg->num_experts > MR_TINY_FILT_AUTO_E;
   if (knob < 0 || (knob == 0 && !by_rule) || mr_cuda_tune.tiny_wide < 0 || a->score != MOEROUTE_SCORE_SIGMOID ||
       (epl != 8 && epl != 16) || cfg->num_tokens < 1 || cfg->num_tokens > 16 || !mr_cuda_gate_wide_shape(a, kind))
     return 0;

@@ -2,7 +2,9 @@
  * tiny_lab_filt.cu - the instantiations of tiny.cu's lab knob tiny_filt (v40, session 35): the sigmoid rows that
  * the wide form would take (tiny.cuh mr_tiny_filt_kind), a warp per row by gate.cuh's filter on approximate keys, in
  * the solo form at T = 1 and the cluster form at 2 <= T <= 16 (tiny.cuh's kernel templates with FILT = 2; a
- * translation unit of its own so that these lab-only kernels compile in parallel with tiny.cu's default ones).
+ * translation unit of its own so that these kernels compile in parallel with tiny.cu's). Lab-only in session 35; since
+ * session 36 the default where k >= 9 and E > 256 (tiny.cuh MR_TINY_FILT_AUTO, lab call 105), so the file keeps its
+ * name but its kernels are on the default path there.
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
