@@ -346,17 +346,29 @@ extern "C" int mr_cuda_ctm_route_sort_takes(const mr_config* cfg, const mr_gate_
   return mr_cuda_ctm_sort_takes(cfg);
 }
 
+/* Per kernel and device: the non-portable size's attribute set, and the largest dynamic shared memory for which
+ * cudaOccupancyMaxActiveClusters said a cluster of 16 fits (0: not asked yet). */
+typedef struct {
+  int attr_set;
+  size_t fit_smem;
+} mr_ctm_dev;
+
 /* One cluster launch: the routing cluster (R CTAs) first, then whole clusters that
- * clear moe_buf. Clusters above 8 CTAs need the non-portable attribute; where it or
- * the launch is refused the caller retries with 8. */
+ * clear moe_buf. Clusters above 8 CTAs need the non-portable attribute, and before the
+ * first launch of a shape with more shared memory than any that fitted, the device is
+ * asked whether one such cluster fits (cudaOccupancyMaxActiveClusters). Neither is a
+ * stream operation, so inside a graph capture a device that says no (MPS, green
+ * contexts, a partitioned device) gets cudaErrorNotSupported here, with nothing
+ * launched, instead of a captured launch that fails only when the graph runs (as
+ * tiny.cuh's C = 16; session 36's review). The caller retries with 8. */
 template <typename KF, typename... Args>
-static cudaError_t mr_ctm_launch(KF kernel, int* attr_set, const mr_sort_out* o, const mr_ctm_k* K, size_t smem,
+static cudaError_t mr_ctm_launch(KF kernel, mr_ctm_dev* devs, const mr_sort_out* o, const mr_ctm_k* K, size_t smem,
                                  cudaStream_t stream, Args... args) {
   const int dev = mr_cuda_device_slot();
-  if (K->R > 8u && (dev < 0 || !attr_set[dev])) { /* once per kernel and device (benign race) */
+  if (K->R > 8u && (dev < 0 || !devs[dev].attr_set)) { /* once per kernel and device (benign race) */
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
     if (e != cudaSuccess) return e;
-    if (dev >= 0) attr_set[dev] = 1;
+    if (dev >= 0) devs[dev].attr_set = 1;
   }
   int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_CTM_THREADS);
   clear = (clear + (int)K->R - 1) / (int)K->R * (int)K->R;
@@ -370,6 +382,13 @@ static cudaError_t mr_ctm_launch(KF kernel, int* attr_set, const mr_sort_out* o,
   attr[0].val.clusterDim.z = 1;
   lc.attrs = cluster ? attr : NULL;
   lc.numAttrs = cluster ? 1 : 0;
+  if (cluster && K->R > 8u && (dev < 0 || smem + 1u > devs[dev].fit_smem)) {
+    int n = 0;
+    const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, (const void*)kernel, &lc);
+    if (e != cudaSuccess) (void)cudaGetLastError(); /* this query's own error (not sticky) */
+    if (e != cudaSuccess || n < 1) return cudaErrorNotSupported;
+    if (dev >= 0) devs[dev].fit_smem = smem + 1u;
+  }
   unsigned na = cluster ? 1 : 0;
   mr_decode_pdl(&lc, attr, &na);
   return cudaLaunchKernelEx(&lc, kernel, args...);
@@ -401,9 +420,9 @@ static cudaError_t mr_ctm_run(const mr_config* cfg, const mr_gate_args* a, Launc
 
 extern "C" cudaError_t mr_cuda_launch_ctm_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,
                                                const float* topk_weights, cudaStream_t stream) {
-  static int attr_set[MR_MAX_DEVICES];
+  static mr_ctm_dev devs[MR_MAX_DEVICES];
   return mr_ctm_run(cfg, NULL, [&](const mr_ctm_k* K, size_t smem) {
-    return mr_ctm_launch(mr_ctm_sort_kernel, attr_set, o, K, smem, stream, *o, *K, topk_ids, topk_weights);
+    return mr_ctm_launch(mr_ctm_sort_kernel, devs, o, K, smem, stream, *o, *K, topk_ids, topk_weights);
   });
 }
 
@@ -411,9 +430,9 @@ template <int DT, int EPL, int KIND>
 static cudaError_t mr_ctm_route_t(const mr_config* cfg, const mr_gate_args* a, const mr_gate_p* g,
                                   const mr_sort_out* o, int32_t* topk_ids, float* topk_weights,
                                   cudaStream_t stream) {
-  static int attr_set[MR_MAX_DEVICES];
+  static mr_ctm_dev devs[MR_MAX_DEVICES];
   return mr_ctm_run(cfg, a, [&](const mr_ctm_k* K, size_t smem) {
-    return mr_ctm_launch(mr_ctm_route_kernel<DT, EPL, KIND>, attr_set, o, K, smem, stream, *g, *o, *K, topk_ids,
+    return mr_ctm_launch(mr_ctm_route_kernel<DT, EPL, KIND>, devs, o, K, smem, stream, *g, *o, *K, topk_ids,
                          topk_weights);
   });
 }
