@@ -156,6 +156,10 @@ __global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail) {
       __threadfence();
     }
   }
+  /* every lane's trigger after thread 0's zeroes and fence: the trigger of any thread may count for the CTA (session
+   * 36's review: lanes 1 - 31 could otherwise trigger before the zero of the clear's counter, which the clear reads
+   * without waiting) */
+  __syncwarp();
   mr_pdl_launch_dependents();
 }
 
