@@ -15,7 +15,9 @@
  * weights within 2^-20 relative), and a mismatch is counted and printed.
  * Cases: DeepSeek-R1 softmax T = 128 without moe_buf (L5's point), T = 1 with moe_buf [1, 7168], Kimi-K2 T = 1 with
  * moe_buf (call 105's 1.4 us T = 1 difference on an E = 384 sigmoid shape).
- * Usage: place_lab [--trials N] [--case NAME]
+ * Usage: place_lab [--trials N] [--case NAME] [--chain-first]
+ * (--chain-first: each placement times the chain's two graphs before route's; lab call 106 had route first in every
+ * placement, and without PDL route measured ~0.8 us slower than the chain at the same two launches)
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -182,12 +184,23 @@ static int same_layouts(const Lab* L, cudaStream_t s) {
 }
 
 static int g_bad = 0;
+static int g_chain_first = 0; /* --chain-first: the chain's two graphs timed before route's */
 static void trial(Lab* L, const char* label, const size_t* off, const void* hl, cudaStream_t s) {
   lab_place(L, off, hl);
   const int ok = same_layouts(L, s);
   g_bad += !ok;
-  const double r1 = time_calls(L, 0, s), r2 = time_calls(L, 0, s);
-  const double c1 = time_calls(L, 1, s), c2 = time_calls(L, 1, s);
+  double r1, r2, c1, c2;
+  if (g_chain_first) {
+    c1 = time_calls(L, 1, s);
+    c2 = time_calls(L, 1, s);
+    r1 = time_calls(L, 0, s);
+    r2 = time_calls(L, 0, s);
+  } else {
+    r1 = time_calls(L, 0, s);
+    r2 = time_calls(L, 0, s);
+    c1 = time_calls(L, 1, s);
+    c2 = time_calls(L, 1, s);
+  }
   printf("%-10s off KB %6zu %6zu %6zu %6zu %6zu | route %6.2f %6.2f | chain %6.2f %6.2f | %s\n", label,
          off[0] >> 10, off[1] >> 10, off[2] >> 10, off[3] >> 10, off[4] >> 10, r1, r2, c1, c2, ok ? "same" : "MISMATCH");
   fflush(stdout);
@@ -199,6 +212,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--trials") && i + 1 < argc) trials = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--chain-first")) g_chain_first = 1;
   }
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
