@@ -691,6 +691,17 @@ __device__ __forceinline__ void mr_pdl_enter(void) {
   mr_pdl_wait();
   mr_pdl_launch_dependents();
 }
+/* Whether one cluster of lc's shape (its cluster dimension attribute, block and dynamic shared memory) fits on the
+ * device: cudaOccupancyMaxActiveClusters, which is not a stream operation, so a call inside a graph capture may ask.
+ * Its own error is cleared (not sticky). The non-portable cluster sizes ask before their first launch (tiny.cuh's
+ * C = 16, ctm.cu's R = 16): a device that says no (MPS, green contexts, a partitioned device) gets the smaller
+ * cluster with nothing launched. */
+static inline bool mr_cluster_fits(const void* kernel, const cudaLaunchConfig_t* lc) {
+  int n = 0;
+  const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, kernel, lc);
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e == cudaSuccess && n > 0;
+}
 static inline void mr_decode_pdl(cudaLaunchConfig_t* lc, cudaLaunchAttribute* attr, unsigned* n) {
   if (!mr_cuda_pdl_on()) return;
   memset(attr + *n, 0, sizeof *attr);

@@ -383,10 +383,7 @@ static cudaError_t mr_ctm_launch(KF kernel, mr_ctm_dev* devs, const mr_sort_out*
   lc.attrs = cluster ? attr : NULL;
   lc.numAttrs = cluster ? 1 : 0;
   if (cluster && K->R > 8u && (dev < 0 || smem + 1u > devs[dev].fit_smem)) {
-    int n = 0;
-    const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, (const void*)kernel, &lc);
-    if (e != cudaSuccess) (void)cudaGetLastError(); /* this query's own error (not sticky) */
-    if (e != cudaSuccess || n < 1) return cudaErrorNotSupported;
+    if (!mr_cluster_fits((const void*)kernel, &lc)) return cudaErrorNotSupported;
     if (dev >= 0) devs[dev].fit_smem = smem + 1u;
   }
   unsigned na = cluster ? 1 : 0;

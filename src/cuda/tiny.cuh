@@ -1144,11 +1144,9 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
       signed char v = dev >= 0 ? fits[dev] : 0;
       if (v == 0) {
         auto kern = mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, FILT>;
-        int n = 0;
-        cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        if (e == cudaSuccess) e = cudaOccupancyMaxActiveClusters(&n, (const void*)kern, &lc);
-        if (e != cudaSuccess) (void)cudaGetLastError(); /* this query's own error (not sticky) */
-        v = e == cudaSuccess && n > 0 ? 1 : -1;
+        const cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        if (e != cudaSuccess) (void)cudaGetLastError(); /* the attribute's own error (not sticky) */
+        v = e == cudaSuccess && mr_cluster_fits((const void*)kern, &lc) ? 1 : -1;
         if (dev >= 0) fits[dev] = v;
       }
       if (v < 0) return cudaErrorNotSupported;
