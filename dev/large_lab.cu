@@ -617,7 +617,7 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
  * (renormalized softmax: the same weight expressions on every path). */
 typedef struct V6 {
   const char* name;
-  int mid_max, lpr, share, filt, form, lseg, lsw, pcn;
+  int mid_max, lpr, share, filt, form, lseg, lsw, pcn, pad;
 } V6;
 /* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone; filt (11):
  * the filter at every T (its automatic rule: gate.cuh mr_seg_filter_on). v21 (knob gate_seg_form):
@@ -644,8 +644,13 @@ static const V6 V6S[] = {
     {"clr200", 0, 0, 0, 0, 0, 0, 0, 200}, {"clr500", 0, 0, 0, 0, 0, 0, 0, 500},
     {"clr1000", 0, 0, 0, 0, 0, 0, 0, 1000}, {"clrbar", 0, 0, 0, 0, 0, 0, 0, -100},
     {"pk3l8", 0, 8, 0, 1, 3},      {"v20", 0, 0, 0, 0, -1},
+    /* L5 (session 37, 27 - 31): the mid sort with 32 / 64 routing CTAs, and with 8 / 28 / 64 CTAs that leave at once
+     * added to its grid without a moe_buf (knob mid_pad_ctas; with a moe_buf at T = 128 it has 28 clear CTAs) */
+    {"share32", 0, 0, 32, 0, 0},   {"share16", 0, 0, 16, 0, 0},
+    {"pad8", 0, 0, 0, 0, 0, 0, 0, 0, 8}, {"pad28", 0, 0, 0, 0, 0, 0, 0, 0, 28}, {"pad64", 0, 0, 0, 0, 0, 0, 0, 0, 64},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
+static_assert(sizeof V6S / sizeof *V6S <= 32, "--v6-variant keeps the variants in a 32-bit mask");
 static void set_v6(int v) {
   memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
   mr_cuda_tune.mid_max_entries = V6S[v].mid_max;
@@ -656,6 +661,7 @@ static void set_v6(int v) {
   mr_cuda_tune.large_seg = V6S[v].lseg;
   mr_cuda_tune.large_seg_warps = V6S[v].lsw;
   mr_cuda_tune.persist_clear_ns = V6S[v].pcn;
+  mr_cuda_tune.mid_pad_ctas = V6S[v].pad;
 }
 static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
   for (int i = 0; i < NB; ++i)

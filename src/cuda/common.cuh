@@ -318,6 +318,9 @@ typedef struct mr_cuda_tuning {
                             1 = on, -1 = off */
   int mid_max_entries;   /* largest T*k of the mid sort (mid.cu): 0 = its default, -1 = never */
   int mid_share;         /* entries per routing CTA of the mid sort: 0 = its default */
+  int mid_pad_ctas;      /* lab (L5, session 37): CTAs added to the mid sort's grid without a moe_buf, each leaving
+                            at once after its PDL wait and trigger (with a moe_buf its clear CTAs are there anyway): 0 =
+                            none */
   int gate_lpr;          /* lanes per row of the 16-bit softmax gate kernel at large T: 0 = auto, 32 = always a
                             warp per row, 4 / 8 / 16 */
   int gate_wide;         /* sigmoid / sqrt_softplus rows over four warps (gate.cu): 0 = auto (gate.cu: T <= 256; 512
