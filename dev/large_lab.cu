@@ -617,7 +617,7 @@ static void time_shape(const Shape* sh, int64_t T, int only_variant, cudaStream_
  * (renormalized softmax: the same weight expressions on every path). */
 typedef struct V6 {
   const char* name;
-  int mid_max, lpr, share, filt, form, lseg, lsw, pcn, pad;
+  int mid_max, lpr, share, filt, form, lseg, lsw, pcn, pad, glive;
 } V6;
 /* nofilt (v20, index 10): the segment rows without the filter, the sorting network alone; filt (11):
  * the filter at every T (its automatic rule: gate.cuh mr_seg_filter_on). v21 (knob gate_seg_form):
@@ -648,9 +648,12 @@ static const V6 V6S[] = {
      * added to its grid without a moe_buf (knob mid_pad_ctas; with a moe_buf at T = 128 it has 28 clear CTAs) */
     {"share32", 0, 0, 32, 0, 0},   {"share16", 0, 0, 16, 0, 0},
     {"pad8", 0, 0, 0, 0, 0, 0, 0, 0, 8}, {"pad28", 0, 0, 0, 0, 0, 0, 0, 0, 28}, {"pad64", 0, 0, 0, 0, 0, 0, 0, 0, 64},
+    /* L5 (session 37, 32 - 33): the gate kernel at T <= 128 with 2 / 4 gating warps per CTA (knob gate_live; auto: 1,
+     * i.e. 128 CTAs at T = 128) */
+    {"glive2", 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {"glive4", 0, 0, 0, 0, 0, 0, 0, 0, 0, 4},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
-static_assert(sizeof V6S / sizeof *V6S <= 32, "--v6-variant keeps the variants in a 32-bit mask");
+static_assert(sizeof V6S / sizeof *V6S <= 64, "--v6-variant keeps the variants in a 64-bit mask");
 static void set_v6(int v) {
   memset(&mr_cuda_tune, 0, sizeof mr_cuda_tune);
   mr_cuda_tune.mid_max_entries = V6S[v].mid_max;
@@ -662,6 +665,7 @@ static void set_v6(int v) {
   mr_cuda_tune.large_seg_warps = V6S[v].lsw;
   mr_cuda_tune.persist_clear_ns = V6S[v].pcn;
   mr_cuda_tune.mid_pad_ctas = V6S[v].pad;
+  mr_cuda_tune.gate_live = V6S[v].glive;
 }
 static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
   for (int i = 0; i < NB; ++i)
@@ -670,8 +674,8 @@ static int same_out(const HostOut* a, const HostOut* b, const Bufs* bf) {
 }
 /* --v6-variant a,b,...: the variants checked and timed besides auto (bit v of the mask; 0: all) */
 static int g_v6_notime = 0;
-static unsigned g_v6_mask = 0;
-static int v6_takes(int v) { return g_v6_mask == 0 || v == 0 || ((g_v6_mask >> v) & 1u); }
+static unsigned long long g_v6_mask = 0;
+static int v6_takes(int v) { return g_v6_mask == 0 || v == 0 || ((g_v6_mask >> v) & 1ull); }
 static void v6_shape(const Shape* sh, int64_t T, cudaStream_t s) {
   LabShape x;
   lab_shape_init(sh, T, MOEROUTE_LAYOUT_BOTH, &x);
@@ -981,7 +985,7 @@ int main(int argc, char** argv) {
                   NV6 - 1);
           return 2;
         }
-        g_v6_mask |= 1u << v;
+        g_v6_mask |= 1ull << v;
         while (*q && *q != ',') ++q;
         if (*q == ',') ++q;
       }

@@ -545,7 +545,8 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
    * Large T: 4 warps per CTA, grid-stride beyond a few waves. */
   const int64_t T = p->num_tokens;
   const int warm = T <= 128 && !mr_cuda_perf.no_warm;
-  const unsigned live = T <= 128 ? 1u : 4u;
+  unsigned live = T <= 128 ? 1u : 4u;
+  if (T <= 128 && mr_cuda_tune.gate_live >= 1 && mr_cuda_tune.gate_live <= 8) live = (unsigned)mr_cuda_tune.gate_live;
   const unsigned warps = live + (warm ? 1u : 0u);
   const int64_t grid = mr_gate_grid((T + live - 1) / live, (int64_t)mr_cuda_sm_count() * 64, warps * 32u);
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
