@@ -6,6 +6,9 @@
 # 36 KB of shared memory) launched early by PDL may find no SM free of gate CTAs. Knob gate_live: 2 or 4 gating warps
 # per CTA at T <= 128 (large_lab v6 variants glive2 = 32, glive4 = 33), at T = 128 (five processes), 96, 112 and 64,
 # PDL on; T = 128 with PDL off. Every variant's outputs are checked bit for bit against auto's first.
+# Outcome: 4 gating warps is 160 threads with the dry-run warp, above the gate kernels' __launch_bounds__(128); every
+# process stopped at glive4's check with cudaErrorInvalidValue, returned as a status (dev/runs/run110/). Lab call 111
+# (dev/lab_run111.sh) asks for 2 and 3.
 # Usage on the device, repo root: bash dev/lab_run110.sh > $OUT/lab_summary.txt 2>&1
 export PATH=$PATH:/usr/local/cuda/bin
 B=build-dev

@@ -546,7 +546,8 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   const int64_t T = p->num_tokens;
   const int warm = T <= 128 && !mr_cuda_perf.no_warm;
   unsigned live = T <= 128 ? 1u : 4u;
-  if (T <= 128 && mr_cuda_tune.gate_live >= 1 && mr_cuda_tune.gate_live <= 8) live = (unsigned)mr_cuda_tune.gate_live;
+  /* (the kernels' __launch_bounds__ are 128 threads: with the dry-run warp at most 3 gating warps) */
+  if (T <= 128 && mr_cuda_tune.gate_live >= 1 && mr_cuda_tune.gate_live <= 3) live = (unsigned)mr_cuda_tune.gate_live;
   const unsigned warps = live + (warm ? 1u : 0u);
   const int64_t grid = mr_gate_grid((T + live - 1) / live, (int64_t)mr_cuda_sm_count() * 64, warps * 32u);
   /* 128-thread CTAs: twice the 256-thread count for the same storing threads */
