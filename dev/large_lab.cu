@@ -652,6 +652,8 @@ static const V6 V6S[] = {
      * i.e. 128 CTAs at T = 128; lab call 110 asked for 4, which with the dry-run warp is 160 threads, above the
      * kernels' 128-thread bound: the launch failed with cudaErrorInvalidValue, reported as a status) */
     {"glive2", 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {"glive3", 0, 0, 0, 0, 0, 0, 0, 0, 0, 3},
+    /* (34) one gating warp per CTA: the form before v42 */
+    {"glive1", 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
 };
 #define NV6 ((int)(sizeof V6S / sizeof *V6S))
 static_assert(sizeof V6S / sizeof *V6S <= 64, "--v6-variant keeps the variants in a 64-bit mask");

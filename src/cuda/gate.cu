@@ -537,15 +537,22 @@ static int mr_gate_filt_packed_on(const mr_gate_p* p, int epl) {
   if (epl != 16 || p->top_k > 16 || knob < 0) return 0;
   return p->num_tokens >= (knob > 0 ? (int64_t)knob : (int64_t)MR_GATE_FILT_T_PACKED);
 }
+#ifndef MR_GATE_LIVE2_T
+#define MR_GATE_LIVE2_T 64 /* v42: above this T (to 128), two gating warps per CTA for PACKED rows */
+#endif
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,
                                     unsigned char* clear_buf, size_t clear_bytes, cudaStream_t stream) {
   /* Decode sizes: one row per CTA spreads the rows over SMs (a lone warp per
    * scheduler runs its dependent reductions fastest), plus the dry-run warp.
-   * Large T: 4 warps per CTA, grid-stride beyond a few waves. */
+   * Large T: 4 warps per CTA, grid-stride beyond a few waves.
+   * v42 (session 37, docs/targets.md L5): the 16-bit softmax rows at MR_GATE_LIVE2_T < T <= 128 two gating warps per
+   * CTA (64 CTAs at T = 128 instead of 128, about one per SM): there the gate kernel is followed by the mid sort, whose
+   * 1024-thread CTAs with 36 KB of shared memory, launched early by PDL, took ~1 us more in most graphs at T = 128 (lab
+   * calls 105 - 109: 6.3 or 7.3 us by graph instance). Lab call 111: docs/perf-log.md v42. */
   const int64_t T = p->num_tokens;
   const int warm = T <= 128 && !mr_cuda_perf.no_warm;
-  unsigned live = T <= 128 ? 1u : 4u;
+  unsigned live = T <= 128 ? (KIND == MR_KIND_PACKED && T > MR_GATE_LIVE2_T ? 2u : 1u) : 4u;
   /* (the kernels' __launch_bounds__ are 128 threads: with the dry-run warp at most 3 gating warps) */
   if (T <= 128 && mr_cuda_tune.gate_live >= 1 && mr_cuda_tune.gate_live <= 3) live = (unsigned)mr_cuda_tune.gate_live;
   const unsigned warps = live + (warm ? 1u : 0u);
