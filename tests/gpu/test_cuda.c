@@ -1916,7 +1916,8 @@ static const engine_shape THRESHOLD_SHAPES[] = {
  * 16384 <= T*k <= 32768 for E <= 512), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
- * 512 without groups, k <= 8, E <= 384), and the cluster form's rule (design.md 34). */
+ * 512 without groups, k <= 8, E <= 384), the gate kernel's gating warps per CTA for 16-bit softmax rows (1 up to
+ * T = 32, 3 up to 128, 4 above: v42), and the cluster form's rule (design.md 34). */
 static void group_thresholds(void) {
   static const struct {
     const char* shape;
@@ -1953,7 +1954,10 @@ static void group_thresholds(void) {
       {"ds-softmax", 96, 1, 0},      /* ... 768 -> 776; v12: the sort entry's token-mask sort on both sides;
                                         route without moe_buf: the pair with it -> the mid pair) */
       {"gpt-oss-120b", 47, 1, 0},    /* the token-mask sort (v12): T*k 188 -> 192 (the mask-table sort below) */
-      {"ds-softmax", 32, 0, 0},      /* T*k 256 -> 264: tiny.cu's one-pass sort (T <= 32) -> the token-mask sort */
+      {"ds-softmax", 32, 0, 0},      /* T*k 256 -> 264: tiny.cu's one-pass sort (T <= 32) -> the token-mask sort;
+                                        v42: the gate kernel's 16-bit softmax rows, 1 -> 3 gating warps per CTA */
+      {"gpt-oss-120b", 32, 1, 0},    /* (v42, E = 128, k = 4) */
+      {"ds-softmax", 128, 1, 0},     /* v42: 3 gating warps per CTA up to T = 128, 4 from 129 (L5's point) */
       {"ds-softmax", 192, 1, 0},     /* E <= 384: T*k 1536 -> 1544 (the mask-table sort above) */
       {"kimi-k2", 192, 0, 0},        /* (E = 384) */
       {"qwen3-next", 102, 1, 0},     /* E <= 512: 1020 -> 1030 */
