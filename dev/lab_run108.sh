@@ -4,7 +4,8 @@
 # H200 the tail question (0a: gxs_lab --tail), then dev/lab_run107.sh (L5's PDL question) if time is left. At most 8
 # files come back and the results run writes 7 (lab_summary.txt among them), so the extra logs are appended to
 # lab_summary.txt.
-# Usage on the device, repo root: C=<sha> bash dev/lab_run108.sh > $OUT/lab_summary.txt 2>&1
+# Usage on the device, repo root: C=<sha> bash dev/lab_run108.sh > $OUT/lab_summary.txt 2>&1 (C in the command's environment:
+# lab call 108 ran "C=b19ab31; bash ...", which left it unset in the script, and env.log said "commit ?")
 export PATH=$PATH:/usr/local/cuda/bin
 B=build-dev
 COMMIT=${C:-?} CTEST_S=150 LARGE_S=90 SANITIZE_S=110 SCALING_S=80 BENCH_S=60 CUDA_CHECK=200 bash bench/run_device_results.sh
