@@ -963,6 +963,7 @@ static void gtm_checks(int quick) {
 int main(int argc, char** argv) {
   int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0, seg_only = 0, gtm = 0;
   long long v6_only = 0;
+  unsigned v6_shapes = 3u; /* --v6-only's shapes: bit si of SHAPES (default deepseek-r1-softmax and gpt-oss-120b) */
   int64_t v6_ts[16];
   int nv6_ts = 0;
   for (int i = 1; i < argc; ++i) {
@@ -973,6 +974,22 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--variant") && i + 1 < argc) only = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--v6")) v6 = 1;
     else if (!strcmp(argv[i], "--v6-only") && i + 1 < argc) v6 = 1, v6_only = atoll(argv[++i]);
+    else if (!strcmp(argv[i], "--v6-shapes") && i + 1 < argc) { /* --v6-only's shapes by name (default: the first two) */
+      v6_shapes = 0;
+      for (const char* q = argv[++i]; *q;) {
+        size_t len = strcspn(q, ",");
+        int found = -1;
+        for (int si = 0; si < NSHAPE; ++si)
+          if (strlen(SHAPES[si].name) == len && !strncmp(SHAPES[si].name, q, len)) found = si;
+        if (found < 0) {
+          fprintf(stderr, "--v6-shapes: no shape '%.*s'\n", (int)len, q);
+          return 2;
+        }
+        v6_shapes |= 1u << found;
+        q += len;
+        if (*q == ',') ++q;
+      }
+    }
     else if (!strcmp(argv[i], "--v6-notime")) g_v6_notime = 1;
     else if (!strcmp(argv[i], "--v6-ts") && i + 1 < argc) { /* the T of DeepSeek-R1 softmax and GPT-OSS-120B */
       for (const char* q = argv[++i]; *q && nv6_ts < 16;) {
@@ -998,7 +1015,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--gtm-stamps")) gtm = 2;
     else {
       printf("usage: large_lab [--no-time] [--no-check] [--quick] [--variant N] [--v6] [--v6-variant a,b,..] "
-             "[--v6-ts T1,T2,..] [--v6-notime] [--share-sweep] [--gtm]\n");
+             "[--v6-ts T1,T2,..] [--v6-only T [--v6-shapes name,..]] [--v6-notime] [--share-sweep] [--gtm]\n");
       return 2;
     }
   }
@@ -1051,8 +1068,8 @@ int main(int argc, char** argv) {
     const int64_t* Ts = nv6_ts > 0 ? v6_ts : Tdef;
     const int nts = nv6_ts > 0 ? nv6_ts : (int)(sizeof Tdef / sizeof *Tdef);
     if (v6_only > 0) {
-      v6_shape(&SHAPES[0], v6_only, s);
-      v6_shape(&SHAPES[1], v6_only, s);
+      for (int si = 0; si < NSHAPE; ++si)
+        if ((v6_shapes >> si) & 1u) v6_shape(&SHAPES[si], v6_only, s);
     } else {
       for (int si = 0; si < 2; ++si)
         for (int ti = 0; ti < nts; ++ti) v6_shape(&SHAPES[si], Ts[ti], s);
