@@ -1,0 +1,28 @@
+#!/bin/bash
+# Device call 113 (written in session 37, not run): targets.md's next call 0h in one call. The results run of main
+# (v42: the gate kernel's 16-bit softmax rows with E <= 256 three gating warps per CTA at 32 < T <= 128, and test_cuda's
+# thresholds T = 32 / 33 and 128 / 129; no results run has timed it), then on an H200 the tail question (0a: gxs_lab
+# --tail), then v42's open question for the rows it does not take: Qwen3-Next (16-bit softmax, E = 512), Kimi-K2 (fp32
+# keys) and grouped DeepSeek-R1 at T = 48 - 128 with three gating warps per CTA (glive3) against one (glive1), each
+# variant's outputs bit for bit against auto's first. At most 8 files come back and the results run writes 7
+# (lab_summary.txt among them), so the extra logs are appended to lab_summary.txt.
+# Usage on the device, repo root: export C=<sha>; bash dev/lab_run113.sh > $OUT/lab_summary.txt 2>&1
+export PATH=$PATH:/usr/local/cuda/bin
+B=build-dev
+COMMIT=${C:-?} CTEST_S=150 LARGE_S=90 SANITIZE_S=110 SCALING_S=80 BENCH_S=60 CUDA_CHECK=200 bash bench/run_device_results.sh
+echo "== results done at $SECONDS s"; cat $OUT/env.log
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  echo "== tail (H200)"
+  nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu $B/libmoeroute.a -o $B/gxs_lab 2>&1 &&
+    timeout 90 $B/gxs_lab --tail --models deepseek-r1-softmax,gpt-oss-120b,kimi-k2,qwen3-next --ts 4096,16384,32768,65536 2>&1
+  echo "== tail done at $SECONDS s"
+fi
+if [ $SECONDS -lt 480 ]; then
+  echo "== v42 for the other rows (glive3 = 33, glive1 = 34; auto = glive1 for these rows)"
+  nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/large_lab.cu $B/libmoeroute.a -o $B/large_lab 2>&1 &&
+    for t in 48 64 96 128; do
+      timeout 30 $B/large_lab --v6-only $t --v6-shapes qwen3-next,kimi-k2,deepseek-r1 --v6-variant 33,34 2>&1 |
+        grep -E "^v6 |failed|MISMATCH" | sed -E 's/  +/ /g'
+    done
+fi
+echo "== all done at $SECONDS s"
