@@ -648,9 +648,12 @@ static const V6 V6S[] = {
      * added to its grid without a moe_buf (knob mid_pad_ctas; with a moe_buf at T = 128 it has 28 clear CTAs) */
     {"share32", 0, 0, 32, 0, 0},   {"share16", 0, 0, 16, 0, 0},
     {"pad8", 0, 0, 0, 0, 0, 0, 0, 0, 8}, {"pad28", 0, 0, 0, 0, 0, 0, 0, 0, 28}, {"pad64", 0, 0, 0, 0, 0, 0, 0, 0, 64},
-    /* L5 (session 37, 32 - 33): the gate kernel at T <= 128 with 2 / 3 gating warps per CTA (knob gate_live; auto: 1,
-     * i.e. 128 CTAs at T = 128; lab call 110 asked for 4, which with the dry-run warp is 160 threads, above the
-     * kernels' 128-thread bound: the launch failed with cudaErrorInvalidValue, reported as a status) */
+    /* L5 (session 37, 32 - 33): the warp-per-row gate kernel (gate.cu mr_launch_gate_t) at T <= 128 with 2 / 3 gating
+     * warps per CTA (knob gate_live, 1 - 3; auto before v42: 1, i.e. 128 CTAs at T = 128; since v42 3 for 16-bit softmax
+     * rows with 128 <= E <= 256 at T > 32). Lab call 110 asked for 4: with the dry-run warp 160 threads, above the
+     * kernels' 128-thread bound, and the launch returned cudaErrorInvalidValue as a status; the knob now ignores values
+     * above 3. Rows that gate.cu's wide kernel takes at these T (sigmoid / sqrt_softplus rows within its bounds:
+     * Kimi-K2, grouped DeepSeek-R1) never read the knob. */
     {"glive2", 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {"glive3", 0, 0, 0, 0, 0, 0, 0, 0, 0, 3},
     /* (34) one gating warp per CTA: the form before v42 */
     {"glive1", 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
@@ -974,7 +977,8 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--variant") && i + 1 < argc) only = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--v6")) v6 = 1;
     else if (!strcmp(argv[i], "--v6-only") && i + 1 < argc) v6 = 1, v6_only = atoll(argv[++i]);
-    else if (!strcmp(argv[i], "--v6-shapes") && i + 1 < argc) { /* --v6-only's shapes by name (default: the first two) */
+    else if (!strcmp(argv[i], "--v6-shapes") && i + 1 < argc) { /* --v6-only's shapes by name (default: the first two;
+                                                                    without --v6-only it has no effect) */
       v6_shapes = 0;
       for (const char* q = argv[++i]; *q;) {
         size_t len = strcspn(q, ",");

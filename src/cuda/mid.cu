@@ -278,7 +278,8 @@ extern "C" cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_so
   const size_t smem = (3u * E + 36u + (size_t)MR_MID_COUNTER_WORDS) * 4u;
   int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, MR_MID_THREADS);
   /* lab knob mid_pad_ctas (L5): CTAs with nothing to clear (moe_buf_bytes 0: mr_clear_bytes returns at once) */
-  if (o->moe_buf_bytes == 0 && mr_cuda_tune.mid_pad_ctas > 0) clear = mr_cuda_tune.mid_pad_ctas;
+  if (o->moe_buf_bytes == 0 && mr_cuda_tune.mid_pad_ctas > 0)
+    clear = mr_cuda_tune.mid_pad_ctas < 1024 ? mr_cuda_tune.mid_pad_ctas : 1024;
   cudaLaunchConfig_t lc = mr_launch_config((unsigned)(r + clear), MR_MID_THREADS, smem, stream);
   cudaLaunchAttribute attr[1];
   unsigned na = 0;
