@@ -290,6 +290,11 @@ static void gen_case(Case* c) {
    * this one, went with v39 in session 35 */
   c->tune.tiny_filt = irand(3) - 1; /* the wide form's sigmoid rows a warp per row by the filter (v40, session 35):
                                        never / auto (k >= 9) / wherever it applies */
+  /* drawn after it (session 37; seeds made before draw the same up to here): the warp-per-row gate kernel's gating
+     warps per CTA at T <= 128 (v42, knob gate_live: auto / 1 / 2 / 3), and CTAs added to the mid sort's grid without a
+     moe_buf (lab knob mid_pad_ctas: none in three cases of four, else 8) */
+  c->tune.gate_live = irand(4);
+  c->tune.mid_pad_ctas = irand(4) == 0 ? 8 : 0;
 }
 
 /* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:
@@ -969,7 +974,7 @@ int main(int argc, char** argv) {
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
                "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d clear_tail=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
-               "p_seg_chain=%d tiny_filt=%d\n",
+               "p_seg_chain=%d tiny_filt=%d gate_live=%d mid_pad_ctas=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
@@ -977,7 +982,7 @@ int main(int argc, char** argv) {
                c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form,
                c.tune.persist_clear_ns, c.tune.gx, c.tune.gxs, c.tune.gx_stagger,
                c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.clear_tail, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
-               c.tune.p_seg_chain, c.tune.tiny_filt);
+               c.tune.p_seg_chain, c.tune.tiny_filt, c.tune.gate_live, c.tune.mid_pad_ctas);
       free(h.logits);
       free(h.bias);
       free(h.mask);
