@@ -25,4 +25,13 @@ if [ $SECONDS -lt 480 ]; then
         grep -E "^v6 |failed|MISMATCH" | sed -E 's/  +/ /g'
     done
 fi
+# L1 at 384 <= T < 1024 (session 37's reading of results run 63): DeepSeek-R1 softmax route without moe_buf measured
+# 8.00 us at T = 512 (the gate kernel, 128 CTAs of four warps, about one per SM, then ctm's cluster sort) against gx's
+# 6.66 at T = 1024. v42's mechanism (the next launch's CTAs finding no SM free of gate CTAs) may be there too. gx
+# forced (knob gx = 1 takes every T up to 32 rows per CTA) against auto, gxs_lab's --bounds forms, checked first.
+if [ $SECONDS -lt 470 ]; then
+  echo "== gx below T = 1024 (gxs_lab --bounds)"
+  nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu $B/libmoeroute.a -o $B/gxs_lab 2>&1 &&
+    timeout 60 $B/gxs_lab --bounds --models deepseek-r1-softmax,gpt-oss-120b --ts 384,512,768,1023 2>&1
+fi
 echo "== all done at $SECONDS s"
