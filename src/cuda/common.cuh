@@ -319,8 +319,9 @@ typedef struct mr_cuda_tuning {
   int mid_max_entries;   /* largest T*k of the mid sort (mid.cu): 0 = its default, -1 = never */
   int mid_share;         /* entries per routing CTA of the mid sort: 0 = its default */
   int gate_live;         /* lab (L5, session 37): gating warps per CTA of the warp-per-row gate kernel at T <= 128
-                            (mr_launch_gate_t): 0 = auto (v42: 3 for 16-bit softmax rows with 128 <= E <= 256 at 32 < T, else 1),
-                            else this many (1 - 3: with the dry-run warp the kernels' 128-thread bound) */
+                            (mr_launch_gate_t): 0 = auto (v42: 3 for 16-bit softmax rows with 128 <= E <= 256 at
+                            32 < T, else 1), else this many (1 - 3: with the dry-run warp the kernels' 128-thread
+                            bound) */
   int mid_pad_ctas;      /* lab (L5, session 37): CTAs added to the mid sort's grid without a moe_buf, each leaving
                             at once after its PDL wait and trigger (with a moe_buf its clear CTAs are there anyway): 0 =
                             none */

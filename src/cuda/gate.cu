@@ -6,10 +6,10 @@
  * one-launch path (the general path gates first, then sorts).
  *
  * Decode sizes (T <= 128): one row per CTA (three for 16-bit softmax rows
- * with 128 <= E <= 256 at T > 32, v42), and a warp that runs the same code on a zero
- * row without loads or stores ("dry run", gate.cuh): it fetches the kernel's
- * instructions while the real warps wait for their rows (dev/cuda-notes.md
- * v3). Larger T: 4 warps per CTA, grid-stride.
+ * with 128 <= E <= 256 at T > 32, v42), and a warp that runs the same code
+ * on a zero row without loads or stores ("dry run", gate.cuh): it fetches the
+ * kernel's instructions while the real warps wait for their rows
+ * (dev/cuda-notes.md v3). Larger T: 4 warps per CTA, grid-stride.
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
  */
@@ -553,14 +553,14 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
   /* Decode sizes: one row per CTA spreads the rows over SMs (a lone warp per
    * scheduler runs its dependent reductions fastest), plus the dry-run warp.
    * Large T: 4 warps per CTA, grid-stride beyond a few waves.
-   * v42 (session 37, docs/targets.md L5, docs/perf-log.md v42): the 16-bit softmax rows at MR_GATE_LIVE3_T < T <= 128
-   * three gating warps per CTA (43 CTAs at T = 128 instead of 128, about one per SM), for 128 <= E <= 256 (the E timed;
-   * the others, Qwen3-Next's 512 and OLMoE's 64 among them, keep one warp per CTA until timed). Lab calls 111 - 112 (H100,
-   * kernel metric, DeepSeek-R1 softmax route without moe_buf, one / two / three warps): T = 128 6.36 - 7.30 (by graph
-   * instance) / 5.69 / 5.60 us, T = 112 6.23 / 5.61 / 5.50, T = 64 4.91 / - / 4.78; route + buf at T = 128 6.06 -
-   * 6.41 / 6.05 / 5.77; GPT-OSS-120B -0.05 to -0.11; T = 32 even, T = 17 +0.06 / -0.05 (so not below 33). The gate
-   * kernel alone gains 0.02 - 0.07. What the one-warp form lost at T = 128: the gate CTAs on ~every SM when the mid
-   * sort's CTAs (1024 threads, 36 KB of shared memory) come up early under PDL. */
+   * v42 (session 37, docs/targets.md L5, docs/perf-log.md v42): the 16-bit softmax rows at MR_GATE_LIVE3_T < T <=
+   * 128 three gating warps per CTA (43 CTAs at T = 128 instead of 128, about one per SM), for 128 <= E <= 256 (the
+   * E timed; the others, Qwen3-Next's 512 and OLMoE's 64 among them, keep one warp per CTA until timed). Lab calls
+   * 111 - 112 (H100, kernel metric, DeepSeek-R1 softmax route without moe_buf, one / two / three warps): T = 128
+   * 6.36 - 7.30 (by graph instance) / 5.69 / 5.60 us, T = 112 6.23 / 5.61 / 5.50, T = 64 4.91 / - / 4.78; route +
+   * buf at T = 128 6.06 - 6.41 / 6.05 / 5.77; GPT-OSS-120B -0.05 to -0.11; T = 32 even, T = 17 +0.06 / -0.05 (so
+   * not below 33). The gate kernel alone gains 0.02 - 0.07. What the one-warp form lost at T = 128: the gate CTAs
+   * on ~every SM when the mid sort's CTAs (1024 threads, 36 KB of shared memory) come up early under PDL. */
   const int64_t T = p->num_tokens;
   const int warm = T <= 128 && !mr_cuda_perf.no_warm;
   const bool live3 = KIND == MR_KIND_PACKED && T > MR_GATE_LIVE3_T && p->num_experts >= MR_GATE_LIVE3_E_MIN &&

@@ -1916,8 +1916,8 @@ static const engine_shape THRESHOLD_SHAPES[] = {
  * 16384 <= T*k <= 32768 for E <= 512), the mid sort's
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
- * 512 without groups, k <= 8, E <= 384), the gate kernel's gating warps per CTA for 16-bit softmax rows with 128 <= E <= 256
- * (1 up to T = 32, 3 up to 128, 4 above: v42), and the cluster form's rule (design.md 34). */
+ * 512 without groups, k <= 8, E <= 384), the gate kernel's gating warps per CTA for 16-bit softmax rows with
+ * 128 <= E <= 256 (1 up to T = 32, 3 up to 128, 4 above: v42), and the cluster form's rule (design.md 34). */
 static void group_thresholds(void) {
   static const struct {
     const char* shape;
