@@ -2,9 +2,11 @@
 # Device call 113 (written in session 37, not run): targets.md's next call 0h in one call. The results run of main
 # (v42: the gate kernel's 16-bit softmax rows with 128 <= E <= 256 three gating warps per CTA at 32 < T <= 128, and test_cuda's
 # thresholds T = 32 / 33 and 128 / 129; no results run has timed it), then on an H200 the tail question (0a: gxs_lab
-# --tail), then v42's open question for a row it does not take: Qwen3-Next (16-bit softmax, E = 512) at T = 48 - 128
-# with three gating warps per CTA (glive3) against one (glive1), each variant's outputs bit for bit against auto's
-# first. (Kimi-K2's and grouped DeepSeek-R1's sigmoid rows take the wide gate kernel at these T: not this question.) At most 8 files come back and the results run writes 7
+# --tail), then v42's open question for the 16-bit softmax rows it does not take (E outside 128 - 256: Qwen3-Next's 512,
+# OLMoE's 64, Qwen1.5-MoE's 60, GPT-OSS-20B's 32, DBRX's 16, Mixtral's 8), with Qwen3-235B (E = 128, inside) beside, at
+# T = 48 - 128, three gating warps per CTA (glive3) against one (glive1), each variant's outputs bit for bit against
+# auto's first. (Kimi-K2's and grouped DeepSeek-R1's sigmoid rows take the wide gate kernel at these T: not this
+# question.) At most 8 files come back and the results run writes 7
 # (lab_summary.txt among them), so the extra logs are appended to lab_summary.txt.
 # Usage on the device, repo root: export C=<sha>; bash dev/lab_run113.sh > $OUT/lab_summary.txt 2>&1
 export PATH=$PATH:/usr/local/cuda/bin
@@ -18,10 +20,10 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
   echo "== tail done at $SECONDS s"
 fi
 if [ $SECONDS -lt 480 ]; then
-  echo "== v42 for Qwen3-Next (glive3 = 33, glive1 = 34; auto = glive1 for its rows)"
+  echo "== v42 outside 128 <= E <= 256 (glive3 = 33, glive1 = 34; auto = glive1 there, glive3 for Qwen3-235B)"
   nvcc -O2 -arch=sm_90 -Iinclude -Isrc -Isrc/common dev/large_lab.cu $B/libmoeroute.a -o $B/large_lab 2>&1 &&
     for t in 48 64 96 128; do
-      timeout 30 $B/large_lab --v6-only $t --v6-shapes qwen3-next --v6-variant 33,34 2>&1 |
+      timeout 60 $B/large_lab --v6-only $t --v6-shapes qwen3-next,qwen3-235b,olmoe,qwen1.5-moe,gpt-oss-20b,dbrx,mixtral-8x7b --v6-variant 33,34 2>&1 |
         grep -E "^v6 |failed|MISMATCH" | sed -E 's/  +/ /g'
     done
 fi

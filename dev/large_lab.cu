@@ -117,6 +117,19 @@ static const Shape SHAPES[] = {
     {"e1024-grouped", 1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 8, 4, 1.0f, 64, MOEROUTE_DTYPE_BF16}, /* fallback */
 };
 #define NSHAPE ((int)(sizeof SHAPES / sizeof *SHAPES))
+/* Shapes only --v6-shapes names (session 37: v42's question for the 16-bit softmax rows outside 128 <= E <= 256;
+ * the presets of models.tsv, not in SHAPES because the other modes loop over every shape there) */
+static const Shape EXTRA_SHAPES[] = {
+    {"qwen3-235b", 128, 8, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16},
+    {"olmoe", 64, 8, MOEROUTE_SCORE_SOFTMAX, 0, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
+    {"qwen1.5-moe", 60, 4, MOEROUTE_SCORE_SOFTMAX, 0, 0, 1, 1, 1.0f, 2048, MOEROUTE_DTYPE_BF16},
+    {"gpt-oss-20b", 32, 4, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, 1.0f, 2880, MOEROUTE_DTYPE_BF16},
+    {"dbrx", 16, 4, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, 1.0f, 6144, MOEROUTE_DTYPE_BF16},
+    {"mixtral-8x7b", 8, 2, MOEROUTE_SCORE_SOFTMAX, 1, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16},
+};
+#define NEXTRA ((int)(sizeof EXTRA_SHAPES / sizeof *EXTRA_SHAPES))
+static_assert(sizeof SHAPES / sizeof *SHAPES + sizeof EXTRA_SHAPES / sizeof *EXTRA_SHAPES <= 32,
+              "--v6-shapes keeps the shapes in a 32-bit mask");
 
 static int g_unit = 32; /* U of the next checks and timings */
 /* inputs of the next checks: random; every row on experts 0 .. k-1 (route: their logits
@@ -966,7 +979,8 @@ static void gtm_checks(int quick) {
 int main(int argc, char** argv) {
   int do_time = 1, do_check = 1, quick = 0, only = -1, v6 = 0, seg_only = 0, gtm = 0;
   long long v6_only = 0;
-  unsigned v6_shapes = 3u; /* --v6-only's shapes: bit si of SHAPES (default deepseek-r1-softmax and gpt-oss-120b) */
+  unsigned v6_shapes = 3u; /* --v6-only's shapes: bit si of SHAPES, then of EXTRA_SHAPES (default
+                              deepseek-r1-softmax and gpt-oss-120b) */
   int64_t v6_ts[16];
   int nv6_ts = 0;
   for (int i = 1; i < argc; ++i) {
@@ -982,9 +996,11 @@ int main(int argc, char** argv) {
       v6_shapes = 0;
       for (const char* q = argv[++i]; *q;) {
         size_t len = strcspn(q, ",");
-        int found = -1;
-        for (int si = 0; si < NSHAPE; ++si)
-          if (strlen(SHAPES[si].name) == len && !strncmp(SHAPES[si].name, q, len)) found = si;
+        int found = -1; /* SHAPES' index, or NSHAPE + EXTRA_SHAPES' */
+        for (int si = 0; si < NSHAPE + NEXTRA; ++si) {
+          const char* nm = si < NSHAPE ? SHAPES[si].name : EXTRA_SHAPES[si - NSHAPE].name;
+          if (strlen(nm) == len && !strncmp(nm, q, len)) found = si;
+        }
         if (found < 0) {
           fprintf(stderr, "--v6-shapes: no shape '%.*s'\n", (int)len, q);
           return 2;
@@ -1072,8 +1088,8 @@ int main(int argc, char** argv) {
     const int64_t* Ts = nv6_ts > 0 ? v6_ts : Tdef;
     const int nts = nv6_ts > 0 ? nv6_ts : (int)(sizeof Tdef / sizeof *Tdef);
     if (v6_only > 0) {
-      for (int si = 0; si < NSHAPE; ++si)
-        if ((v6_shapes >> si) & 1u) v6_shape(&SHAPES[si], v6_only, s);
+      for (int si = 0; si < NSHAPE + NEXTRA; ++si)
+        if ((v6_shapes >> si) & 1u) v6_shape(si < NSHAPE ? &SHAPES[si] : &EXTRA_SHAPES[si - NSHAPE], v6_only, s);
     } else {
       for (int si = 0; si < 2; ++si)
         for (int ti = 0; ti < nts; ++ti) v6_shape(&SHAPES[si], Ts[ti], s);
