@@ -414,7 +414,7 @@ static moeroute_status mr_cuda_prepare(moeroute_op op, const moeroute_params* pa
   if (st != MOEROUTE_OK) return st;
   /* The kernels store 4-, 8- and 16-byte words in the workspace: a pointer off that grid would fault on the device
    * (session 36's review). cudaMalloc and the caching allocators return 256-byte aligned memory. */
-  if (*ws > 0 && ((uintptr_t)buffers->workspace & 15u) != 0)
+  if (*ws > 0 && !mr_ws_aligned16(buffers))
     return mr_fail(MOEROUTE_ERR_BAD_VALUE, "%s: buffers->workspace=%p is not 16-byte aligned (the CUDA backend stores "
                    "16-byte words there; cudaMalloc returns 256-byte aligned memory)", fn, buffers->workspace);
   int dev = -1;
