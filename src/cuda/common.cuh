@@ -319,8 +319,8 @@ typedef struct mr_cuda_tuning {
   int mid_max_entries;   /* largest T*k of the mid sort (mid.cu): 0 = its default, -1 = never */
   int mid_share;         /* entries per routing CTA of the mid sort: 0 = its default */
   int gate_live;         /* lab (L5, session 37): gating warps per CTA of the warp-per-row gate kernel at T <= 128
-                            (mr_launch_gate_t): 0 = auto (v42: 3 for 16-bit softmax rows with 128 <= E <= 256 at
-                            32 < T, else 1), else this many (1 - 3: with the dry-run warp the kernels' 128-thread
+                            (mr_launch_gate_t): 0 = auto (v42 / v42b: 3 for 16-bit softmax rows with 8 <= E <= 512
+                            at 32 < T, else 1), else this many (1 - 3: with the dry-run warp the kernels' 128-thread
                             bound) */
   int mid_pad_ctas;      /* lab (L5, session 37): CTAs added to the mid sort's grid without a moe_buf, each leaving
                             at once after its PDL wait and trigger (with a moe_buf its clear CTAs are there anyway): 0 =
@@ -423,8 +423,8 @@ typedef struct mr_cuda_tuning {
                             the clear's stores), < 0 = each pauses (polling every -ns ns) while its CTA's routing
                             waits at a grid barrier. Outputs are the same either way */
   int gx;                /* route in one cooperative launch over the grid (gx.cu, v22): 0 = auto (PACKED rows,
-                            128 <= E <= 256, k <= 8, no moe_buf, 1024 <= T <= 4096; gx.cu's MR_GX_AUTO, on since
-                            results run 35), 1 = wherever it fits (E <= 256, T <= 32 rows
+                            128 <= E <= 256, k <= 8, no moe_buf, 256 <= T <= 4096 with T*k >= 1536 (v43; from
+                            T = 1024 before); gx.cu's MR_GX_AUTO, on since results run 35), 1 = wherever it fits (E <= 256, T <= 32 rows
                             per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
   int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
                             and route's sort after the gate kernel, without a moe_buf: 0 = auto (gx.cu

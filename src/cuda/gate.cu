@@ -6,7 +6,7 @@
  * one-launch path (the general path gates first, then sorts).
  *
  * Decode sizes (T <= 128): one row per CTA (three for 16-bit softmax rows
- * with 128 <= E <= 256 at T > 32, v42), and a warp that runs the same code
+ * with 8 <= E <= 512 at T > 32, v42 / v42b), and a warp that runs the same code
  * on a zero row without loads or stores ("dry run", gate.cuh): it fetches the
  * kernel's instructions while the real warps wait for their rows
  * (dev/cuda-notes.md v3). Larger T: 4 warps per CTA, grid-stride.
@@ -542,10 +542,11 @@ static int mr_gate_filt_packed_on(const mr_gate_p* p, int epl) {
 #define MR_GATE_LIVE3_T 32 /* v42: above this T (to 128), three gating warps per CTA for PACKED rows ... */
 #endif
 #ifndef MR_GATE_LIVE3_E
-#define MR_GATE_LIVE3_E 256 /* ... with MR_GATE_LIVE3_E_MIN <= E <= this (the E timed: 128 and 256) */
+#define MR_GATE_LIVE3_E 512 /* ... with MR_GATE_LIVE3_E_MIN <= E <= this (the E timed: 8, 16, 32, 60, 64, 128, 256, 512;
+                               v42b: 128 - 256 before) */
 #endif
 #ifndef MR_GATE_LIVE3_E_MIN
-#define MR_GATE_LIVE3_E_MIN 128
+#define MR_GATE_LIVE3_E_MIN 8
 #endif
 template <int DT, int EPL, int KIND>
 static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* topk_ids, float* topk_weights,
@@ -554,8 +555,9 @@ static cudaError_t mr_launch_gate_t(const mr_gate_p* p, uint32_t sw, int32_t* to
    * scheduler runs its dependent reductions fastest), plus the dry-run warp.
    * Large T: 4 warps per CTA, grid-stride beyond a few waves.
    * v42 (session 37, docs/targets.md L5, docs/perf-log.md v42): the 16-bit softmax rows at MR_GATE_LIVE3_T < T <=
-   * 128 three gating warps per CTA (43 CTAs at T = 128 instead of 128, about one per SM), for 128 <= E <= 256 (the
-   * E timed; the others, Qwen3-Next's 512 and OLMoE's 64 among them, keep one warp per CTA until timed). Lab calls
+   * 128 three gating warps per CTA (43 CTAs at T = 128 instead of 128, about one per SM), for 8 <= E <= 512 (v42b,
+   * session 38: 128 <= E <= 256 before; lab call 113 timed the others at T = 48 - 128, three warps against one:
+   * route -0.0 to -0.3 us, Qwen3-Next T = 64 6.19 -> 5.89, never slower; E outside 8 - 512 was not timed). Lab calls
    * 111 - 112 (H100, kernel metric, DeepSeek-R1 softmax route without moe_buf, one / two / three warps): T = 128
    * 6.36 - 7.30 (by graph instance) / 5.69 / 5.60 us, T = 112 6.23 / 5.61 / 5.50, T = 64 4.91 / - / 4.78; route +
    * buf at T = 128 6.06 - 6.41 / 6.05 / 5.77; GPT-OSS-120B -0.05 to -0.11; T = 32 even, T = 17 +0.06 / -0.05 (so

@@ -5,7 +5,7 @@
  * Lab calls 57 - 60 built and measured gx as dev/gx_lab.cu (TR form, segment rows).
  *
  * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
- * 128 <= E <= 256, k <= 8, 1024 <= T <= 4096 (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
+ * 128 <= E <= 256, k <= 8, 256 <= T <= 4096 with T*k >= 1536 (v43; 1024 <= T before; mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
  * and every T up to 32 rows per CTA). The automatic rule is on since lab call 63 / results run 35
  * (session 25: test_cuda and the sanitizers with it; route DeepSeek-R1 softmax T = 1024 / 2048 9.15 /
  * 12.05 -> 7.29 / 7.84 us on the H100 against run 34). Before it, route there was the
@@ -50,8 +50,13 @@
 /* auto range (lab call 60, H100, kernel metric, gx with its zeroing launch / the route before it):
  * DeepSeek-R1 softmax T = 256 8.05 / 7.20 (slower), 1024 8.09 / 10.09, 2048 8.54 / 13.68, 4096
  * 10.83 / 11.27; GPT-OSS-120B 256 6.95 / 5.52 (slower), 1024 7.09 / 7.74, 2048 7.54 / 9.22, 4096
- * 8.97 / 12.85. T = 512 was not timed in the segment form. */
-#define MR_GX_MIN_T 1024
+ * 8.97 / 12.85.
+ * v43 (session 38, lab call 113, H100, gxs_lab --bounds, gx since v24b's lean barriers / auto): DeepSeek-R1
+ * softmax T = 256 6.88 / 7.10, 384 6.86 / 7.34, 512 6.56 / 8.38, 768 6.60 / 9.11, 1023 6.89 / 10.15; GPT-OSS-120B
+ * 256 5.78 / 5.38 (slower), 384 5.85 / 6.55, 512 5.92 / 6.60, 768 5.93 / 6.92, 1023 6.02 / 7.31. So from T = 256
+ * where T*k >= 1536: k = 8 from 256, k = 4 from 384 (GPT-OSS-120B's slower 256 is T*k = 1024). */
+#define MR_GX_MIN_T 256
+#define MR_GX_MIN_TK 1536
 #define MR_GX_MAX_T 4096
 /* ... and only the E that were timed (128 and 256): smaller E (OLMoE's 64, Mixtral's 8) gate faster in
  * the paths gx replaces, and were not measured */
@@ -61,7 +66,8 @@
 #define MR_GX_AUTO 1
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens;
-  return MR_GX_AUTO && T >= MR_GX_MIN_T && T <= MR_GX_MAX_T && cfg->num_experts >= MR_GX_MIN_E;
+  return MR_GX_AUTO && T >= MR_GX_MIN_T && T * cfg->top_k >= MR_GX_MIN_TK && T <= MR_GX_MAX_T &&
+         cfg->num_experts >= MR_GX_MIN_E;
 }
 
 /* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row

@@ -1917,7 +1917,7 @@ static const engine_shape THRESHOLD_SHAPES[] = {
  * CTA count (64 CTAs from T*k = 4096; 32 with moe_buf above 12288), the chain for route
  * without moe_buf (T >= 16384 or T*k >= 81920), its split clear with moe_buf (>= 40 MB), and the wide gate rows of sigmoid / sqrt_softplus (T <= 256;
  * 512 without groups, k <= 8, E <= 384), the gate kernel's gating warps per CTA for 16-bit softmax rows with
- * 128 <= E <= 256 (1 up to T = 32, 3 up to 128, 4 above: v42), and the cluster form's rule (design.md 34). */
+ * 8 <= E <= 512 (1 up to T = 32, 3 up to 128, 4 above: v42, v42b), and the cluster form's rule (design.md 34). */
 static void group_thresholds(void) {
   static const struct {
     const char* shape;
@@ -1958,6 +1958,9 @@ static void group_thresholds(void) {
                                         v42: the gate kernel's 16-bit softmax rows, 1 -> 3 gating warps per CTA */
       {"gpt-oss-120b", 32, 1, 0},    /* (v42, E = 128, k = 4) */
       {"ds-softmax", 128, 1, 0},     /* v42: 3 gating warps per CTA up to T = 128, 4 from 129 (L5's point) */
+      {"qwen3-next", 32, 1, 0},      /* v42b: the same for 8 <= E <= 512 (E = 512, k = 10) */
+      {"olmoe", 32, 1, 0},           /* (E = 64) */
+      {"sm-e1024", 32, 1, 0},        /* (E = 1024 > 512: one gating warp per CTA on both sides) */
       {"ds-softmax", 192, 1, 0},     /* E <= 384: T*k 1536 -> 1544 (the mask-table sort above) */
       {"kimi-k2", 192, 0, 0},        /* (E = 384) */
       {"qwen3-next", 102, 1, 0},     /* E <= 512: 1020 -> 1030 */
@@ -1990,11 +1993,15 @@ static void group_thresholds(void) {
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6145, 1, 0},  /* (L1 by segments, 8 lanes, on both sides: v30 moved its bound below) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
-      {"ds-softmax", 1023, 1, 0},    /* gx (v22; its rule on since results run 35): from T = 1024 ... */
+      {"ds-softmax", 255, 1, 0},     /* gx (v22; its rule on since results run 35; v43: from T = 256 where T*k >= 1536,
+                                        1024 before): from T = 256 for k = 8 ... */
+      {"ds-softmax", 1023, 1, 0},    /* (gx on both sides since v43) */
       {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
-      {"gpt-oss-120b", 1023, 1, 0},  /* (E = 128, k = 4: the same bounds) */
+      {"gpt-oss-120b", 383, 1, 0},   /* (E = 128, k = 4: T*k 1532 -> 1536, v43) */
+      {"gpt-oss-120b", 255, 1, 0},   /* (T = 256 / 257 below gx's T*k bound: the paths before on both sides) */
       {"gpt-oss-120b", 4096, 1, 0},  /* (4097: large.cu's L1 by segments since v30, below) */
       {"sm-e160", 2047, 1, 0},       /* (gx: E = 160, fp16, k = 6) */
+      {"sm-e160", 255, 1, 0},        /* (k = 6: T*k 1530 -> 1536 at 255 / 256) */
       {"olmoe", 1023, 1, 0},         /* (E = 64: below gx's auto range, the paths before on both sides) */
       {"ds-softmax", 16384, 1, 0},   /* the wide L1 by segments up to T*k = 131072 (v22), then the chain (-> 131080) */
       {"ds-softmax", 32768, 1, 0},   /* (its bound before v22: 262144 -> 262152, the chain on both sides now) */
