@@ -7,7 +7,8 @@
  *
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
  *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
- *          moe_buf, 256 <= T <= 4096, T*k >= 1536        (gx.cu, design 37)
+ *          moe_buf, 256 <= T <= 4096, T*k >= 1280        (gx.cu, design 37)
+ *          (60 <= E < 128: 512 <= T <= 2048)
  *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
  *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
  *          kernel segments 65536 where E > 128, else    the gate kernel zeroes gxs's word,

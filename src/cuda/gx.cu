@@ -5,7 +5,8 @@
  * Lab calls 57 - 60 built and measured gx as dev/gx_lab.cu (TR form, segment rows).
  *
  * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
- * 128 <= E <= 256, k <= 8, 256 <= T <= 4096 with T*k >= 1536 (v43; 1024 <= T before; mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
+ * 128 <= E <= 256, k <= 8, 256 <= T <= 4096 with T*k >= 1280 (v43; 1024 <= T before), and 60 <= E < 128 at
+ * 512 <= T <= 2048 (v43b) (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
  * and every T up to 32 rows per CTA). The automatic rule is on since lab call 63 / results run 35
  * (session 25: test_cuda and the sanitizers with it; route DeepSeek-R1 softmax T = 1024 / 2048 9.15 /
  * 12.05 -> 7.29 / 7.84 us on the H100 against run 34). Before it, route there was the
@@ -54,20 +55,31 @@
  * v43 (session 38, lab call 113, H100, gxs_lab --bounds, gx since v24b's lean barriers / auto): DeepSeek-R1
  * softmax T = 256 6.88 / 7.10, 384 6.86 / 7.34, 512 6.56 / 8.38, 768 6.60 / 9.11, 1023 6.89 / 10.15; GPT-OSS-120B
  * 256 5.78 / 5.38 (slower), 384 5.85 / 6.55, 512 5.92 / 6.60, 768 5.93 / 6.92, 1023 6.02 / 7.31. So from T = 256
- * where T*k >= 1536: k = 8 from 256, k = 4 from 384 (GPT-OSS-120B's slower 256 is T*k = 1024). */
+ * where T*k >= 1536: k = 8 from 256, k = 4 from 384 (GPT-OSS-120B's slower 256 is T*k = 1024).
+ * v43b (session 38, lab call 114, the same harness, gx forced / auto): DeepSeek-R1 softmax T = 160 7.66 / 6.14, 192
+ * 7.29 / 6.23, 224 7.30 / 7.00 (gx slower below 256: the bound stays); GPT-OSS-120B 320 5.84 / 6.61, 352 5.86 / 6.61
+ * (faster: T*k from 1280); Qwen3-235B (E = 128, k = 8, taken by v43's rule untimed) 256 6.29 / 6.89, 512 6.34 / 8.04;
+ * below E = 128: OLMoE (E = 64, k = 8) 512 / 1024 / 2048 6.15 / 7.35, 6.31 / 8.71, 6.75 / 12.00, Qwen1.5-MoE (E = 60,
+ * k = 4) 6.11 / 6.32, 6.24 / 7.65, 6.51 / 8.91. So E from 60 too, where timed: 512 <= T <= 2048 below E = 128. Their
+ * weights differ from the gate kernel's by 1 - 2 ulp where renormalize is off (the softmax denominator summed in
+ * another order, as large.cu's segment rows already do: design.md 11). */
 #define MR_GX_MIN_T 256
-#define MR_GX_MIN_TK 1536
+#define MR_GX_MIN_TK 1280
 #define MR_GX_MAX_T 4096
-/* ... and only the E that were timed (128 and 256): smaller E (OLMoE's 64, Mixtral's 8) gate faster in
- * the paths gx replaces, and were not measured */
-#define MR_GX_MIN_E 128
+/* ... and only the E that were timed: 128 - 256 over that range; 60 - 127 (OLMoE's 64, Qwen1.5-MoE's 60) from T = 512
+ * to 2048; smaller E (Mixtral's 8, DBRX's 16, GPT-OSS-20B's 32) were not measured */
+#define MR_GX_MIN_E 60
+#define MR_GX_FULL_E 128
+#define MR_GX_SMALL_E_MIN_T 512
+#define MR_GX_SMALL_E_MAX_T 2048
 /* The automatic rule: on since lab call 63 and results run 35 (session 25) ran test_cuda and the
  * sanitizers with it (session 24 had checked only the lab form); 0 leaves gx to the knob (gx = 1). */
 #define MR_GX_AUTO 1
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens;
-  return MR_GX_AUTO && T >= MR_GX_MIN_T && T * cfg->top_k >= MR_GX_MIN_TK && T <= MR_GX_MAX_T &&
-         cfg->num_experts >= MR_GX_MIN_E;
+  const bool full = cfg->num_experts >= MR_GX_FULL_E;
+  return MR_GX_AUTO && cfg->num_experts >= MR_GX_MIN_E && T * cfg->top_k >= MR_GX_MIN_TK &&
+         T >= (full ? MR_GX_MIN_T : MR_GX_SMALL_E_MIN_T) && T <= (full ? MR_GX_MAX_T : MR_GX_SMALL_E_MAX_T);
 }
 
 /* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row

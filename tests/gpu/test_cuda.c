@@ -1993,16 +1993,20 @@ static void group_thresholds(void) {
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6145, 1, 0},  /* (L1 by segments, 8 lanes, on both sides: v30 moved its bound below) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
-      {"ds-softmax", 255, 1, 0},     /* gx (v22; its rule on since results run 35; v43: from T = 256 where T*k >= 1536,
+      {"ds-softmax", 255, 1, 0},     /* gx (v22; its rule on since results run 35; v43: from T = 256 where T*k >= 1280,
                                         1024 before): from T = 256 for k = 8 ... */
       {"ds-softmax", 1023, 1, 0},    /* (gx on both sides since v43) */
       {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
-      {"gpt-oss-120b", 383, 1, 0},   /* (E = 128, k = 4: T*k 1532 -> 1536, v43) */
+      {"gpt-oss-120b", 319, 1, 0},   /* (E = 128, k = 4: T*k 1276 -> 1280, v43) */
       {"gpt-oss-120b", 255, 1, 0},   /* (T = 256 / 257 below gx's T*k bound: the paths before on both sides) */
       {"gpt-oss-120b", 4096, 1, 0},  /* (4097: large.cu's L1 by segments since v30, below) */
       {"sm-e160", 2047, 1, 0},       /* (gx: E = 160, fp16, k = 6) */
-      {"sm-e160", 255, 1, 0},        /* (k = 6: T*k 1530 -> 1536 at 255 / 256) */
-      {"olmoe", 1023, 1, 0},         /* (E = 64: below gx's auto range, the paths before on both sides) */
+      {"sm-e160", 255, 1, 0},        /* (k = 6: the T bound, 255 -> 256) */
+      {"olmoe", 511, 1, 0},          /* (v43b: 60 <= E < 128 from T = 512 ... */
+      {"olmoe", 2048, 1, 0},         /* ... to 2048) */
+      {"qwen1.5", 511, 1, 0},        /* (E = 60, k = 4, no renormalize) */
+      {"qwen1.5", 2048, 1, 0},
+      {"mixtral", 1023, 1, 0},       /* (E = 8 < 60: the paths before gx on both sides) */
       {"ds-softmax", 16384, 1, 0},   /* the wide L1 by segments up to T*k = 131072 (v22), then the chain (-> 131080) */
       {"ds-softmax", 32768, 1, 0},   /* (its bound before v22: 262144 -> 262152, the chain on both sides now) */
       {"gpt-oss-120b", 16384, 1, 0}, /* (65536 -> 65540) */
