@@ -1875,6 +1875,9 @@ static void group_engine(void) {
 static const engine_shape THRESHOLD_SHAPES[] = {
     {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 7168,
      "ds-softmax"},
+    /* without renormalize: the weights carry the softmax denominator (gx only where the gate kernel's rows are its form) */
+    {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 0, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 7168,
+     "ds-softmax-raw"},
     {1024, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048,
      "sig-e1024"},
     {512, 8, MOEROUTE_SCORE_SIGMOID, 1, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 2.0f, MOEROUTE_DTYPE_FP32, 2048,
@@ -2007,6 +2010,13 @@ static void group_thresholds(void) {
       {"qwen1.5", 511, 1, 0},        /* (E = 60, k = 4, no renormalize) */
       {"qwen1.5", 2048, 1, 0},
       {"mixtral", 1023, 1, 0},       /* (E = 8 < 60: the paths before gx on both sides) */
+      /* gx without renormalize only where the gate kernel's rows have gx's 16 lanes (gx.cu mr_gx_auto; session 38: route's
+         weights differed from the gate's by 1 ulp without this): k = 8 from T = 2048 to 4095 ... */
+      {"ds-softmax-raw", 255, 1, 0},
+      {"ds-softmax-raw", 1023, 1, 0},
+      {"ds-softmax-raw", 2047, 1, 0},
+      {"ds-softmax-raw", 4095, 1, 0}, /* (8 lanes from 4096: the paths before gx) */
+      {"qwen1.5", 1023, 1, 0},        /* ... k = 4 from 1024 (E = 60: to 2048, above) */
       {"ds-softmax", 16384, 1, 0},   /* the wide L1 by segments up to T*k = 131072 (v22), then the chain (-> 131080) */
       {"ds-softmax", 32768, 1, 0},   /* (its bound before v22: 262144 -> 262152, the chain on both sides now) */
       {"gpt-oss-120b", 16384, 1, 0}, /* (65536 -> 65540) */
