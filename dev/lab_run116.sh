@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call 116 (session 38): the fix after results run 66's one failure (test_cuda thresholds, Qwen1.5 T = 512: route's
+# Device call 116 (session 38; written, NOT run: the device refused to start a machine, too little time left): the fix after results run 66's one failure (test_cuda thresholds, Qwen1.5 T = 512: route's
 # weights 1 ulp from the gate's under v43b's gx rule; gx.cu mr_gx_auto now takes rows without renormalize only where the
 # gate kernel's rows have gx's 16 lanes). The session had ~350 s of device time left, too little for a results run: the
 # library and test_cuda only, then the groups the rule touches (thresholds with its new pairs, engine), then the quick set.
