@@ -60,9 +60,9 @@
  * 7.29 / 6.23, 224 7.30 / 7.00 (gx slower below 256: the bound stays); GPT-OSS-120B 320 5.84 / 6.61, 352 5.86 / 6.61
  * (faster: T*k from 1280); Qwen3-235B (E = 128, k = 8, taken by v43's rule untimed) 256 6.29 / 6.89, 512 6.34 / 8.04;
  * below E = 128: OLMoE (E = 64, k = 8) 512 / 1024 / 2048 6.15 / 7.35, 6.31 / 8.71, 6.75 / 12.00, Qwen1.5-MoE (E = 60,
- * k = 4) 6.11 / 6.32, 6.24 / 7.65, 6.51 / 8.91. So E from 60 too, where timed: 512 <= T <= 2048 below E = 128. Their
- * weights differ from the gate kernel's by 1 - 2 ulp where renormalize is off (the softmax denominator summed in
- * another order, as large.cu's segment rows already do: design.md 11). */
+ * k = 4) 6.11 / 6.32, 6.24 / 7.65, 6.51 / 8.91. So E from 60 too, where timed: 512 <= T <= 2048 below E = 128. (Those
+ * two presets do not renormalize: gx's weights there were 1 - 2 ulp from the gate kernel's warp-per-row form; the
+ * rule below keeps such rows off gx unless the gate kernel's rows have gx's 16 lanes.) */
 #define MR_GX_MIN_T 256
 #define MR_GX_MIN_TK 1280
 #define MR_GX_MAX_T 4096
