@@ -77,6 +77,21 @@
 /* the kind an instantiation is compiled for: fp32 has no packed form */
 #define MR_KIND_FIX(DT, KIND) ((KIND) == MR_KIND_PACKED && (DT) == MOEROUTE_DTYPE_FP32 ? MR_KIND_FULL : (KIND))
 
+/* v44 (session 38; a lab form, off: not yet run on a device). The 16-bit softmax rows' denominator (rows without
+ * renormalize; with it the denominator cancels, design.md 14) summed in ONE order by every row form: each run of EPL
+ * consecutive elements (the warp form's lane, EPL the E bucket's) in index order, then a balanced tree over those 32
+ * runs with neighbours first. The warp form does that with its butterfly at offsets 1, 2, ..., 16; a segment form of
+ * LPR lanes holds 32 / LPR runs per lane, adds them as the tree's first stages, then its butterfly at 1 .. LPR / 2
+ * (IEEE addition commutes exactly, so both lanes of a pair hold the same word). Off (0), the warp form's butterfly runs
+ * 16 .. 1 and a segment lane sums its EPS elements in one run, so the words depend on the lanes per row, and route by gx
+ * (16 lanes) keeps the gate kernel's words only where its rows have 16 lanes too (gx.cu mr_gx_auto). Build with
+ * -DMR_SOFTMAX_SUM_CANON=1 to time and test the form (docs/targets.md next call 0i). */
+#ifndef MR_SOFTMAX_SUM_CANON
+#define MR_SOFTMAX_SUM_CANON 0
+#endif
+/* the warp form's butterfly offset at stage j = 1 .. 5 */
+#define MR_SUM_OFF(j) (MR_SOFTMAX_SUM_CANON ? 1 << ((j) - 1) : 32 >> (j))
+
 /* Host: the kind of a configuration. */
 static inline int mr_gate_kind(const mr_gate_args* a, moeroute_dtype dt) {
   if (a->grouped) return MR_KIND_GROUPED;
@@ -1049,7 +1064,7 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
         for (int r = 0; r < EPL; ++r) sum += mr_exp_sum_term(x[r] - max);
       }
 #pragma unroll
-      for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
+      for (int j = 1; j <= 5; ++j) sum += __shfl_xor_sync(MR_FULL_MASK, sum, MR_SUM_OFF(j));
     }
   } else {
 #pragma unroll 1
@@ -1067,10 +1082,10 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
 #pragma unroll
     for (int r = 0; r < EPL; ++r) key[r] = key[r] == m ? 0u : key[r];
     my_key = (int)lane == j ? m : my_key;
-    if (j >= 1 && j <= 5) sum += __shfl_xor_sync(MR_FULL_MASK, sum, 32 >> j);
+    if (j >= 1 && j <= 5) sum += __shfl_xor_sync(MR_FULL_MASK, sum, MR_SUM_OFF(j));
   }
 #pragma unroll 1
-  for (int j = k < 1 ? 1 : k; j <= 5; ++j) sum += __shfl_xor_sync(MR_FULL_MASK, sum, 32 >> j);
+  for (int j = k < 1 ? 1 : k; j <= 5; ++j) sum += __shfl_xor_sync(MR_FULL_MASK, sum, MR_SUM_OFF(j));
   }
 
   /* weights: lane j < k holds pick j (design.md 4: a -inf pick weighs 0) */
@@ -1393,6 +1408,27 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
   float sum = 1.0f; /* renormalize: the denominator cancels (design.md 14) */
   if (!p.renormalize) {
     sum = 0.0f;
+#if MR_SOFTMAX_SUM_CANON
+    /* v44: the warp form's runs of EPS * LPR / 32 elements, then the tree's first stages inside the lane */
+    constexpr int NR = 32 / LPR, RL = EPS / NR;
+    static_assert(NR * RL == EPS, "runs of the warp form's EPL");
+    float q[NR];
+#pragma unroll
+    for (int c = 0; c < NR; ++c) q[c] = 0.0f;
+    if (max != -INFINITY) {
+#pragma unroll
+      for (int r = 0; r < EPS; ++r)
+        q[r / RL] += mr_exp_sum_term(
+            mr_clamp_logit(mr_raw_float<2>(mr_seg_raw<PK>(src, r), DT != MOEROUTE_DTYPE_BF16)) - max);
+    }
+#pragma unroll
+    for (int w = 1; w < NR; w <<= 1)
+#pragma unroll
+      for (int c = 0; c + w < NR; c += 2 * w) q[c] += q[c + w];
+    sum = q[0];
+#pragma unroll
+    for (int off = 1; off < LPR; off <<= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
+#else
     if (max != -INFINITY) {
 #pragma unroll
       for (int r = 0; r < EPS; ++r)
@@ -1401,6 +1437,7 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
     }
 #pragma unroll
     for (int off = LPR / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
+#endif
   }
   const int k = p.top_k;
   float w = 0.0f;

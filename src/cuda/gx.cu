@@ -81,13 +81,13 @@
  * where the gate kernel's rows are 16 lanes too (gate.cu mr_gate_seg_lpr: k <= 4 from T = 1024, k > 4 from 2048, 8
  * lanes from 4096). Results run 66 (session 38) failed Qwen1.5-MoE's T = 512 (no renormalize, k = 4) by 1 ulp in 658
  * of 3840 weights under v43b's rule without this; the same held, untested, for such rows at gx's T = 1024 - 4096
- * since session 25. */
+ * since session 25. (v44's lab form, gate.cuh MR_SOFTMAX_SUM_CANON: one summation order in every form, so no condition.) */
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens;
   const bool full = cfg->num_experts >= MR_GX_FULL_E;
   return MR_GX_AUTO && cfg->num_experts >= MR_GX_MIN_E && T * cfg->top_k >= MR_GX_MIN_TK &&
          T >= (full ? MR_GX_MIN_T : MR_GX_SMALL_E_MIN_T) && T <= (full ? MR_GX_MAX_T : MR_GX_SMALL_E_MAX_T) &&
-         (cfg->renormalize || mr_cuda_gate_seg_lpr_packed(cfg) == MR_GX_LPR);
+         (MR_SOFTMAX_SUM_CANON || cfg->renormalize || mr_cuda_gate_seg_lpr_packed(cfg) == MR_GX_LPR);
 }
 
 /* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row
