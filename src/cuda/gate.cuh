@@ -1409,7 +1409,9 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
   if (!p.renormalize) {
     sum = 0.0f;
 #if MR_SOFTMAX_SUM_CANON
-    /* v44: the warp form's runs of EPS * LPR / 32 elements, then the tree's first stages inside the lane */
+    /* v44: the warp form's runs of EPS * LPR / 32 elements, then the tree's first stages inside the lane. This holds
+     * only while every caller instantiates EPS = 32 * EPL / LPR with the warp form's EPL for the row's E
+     * (mr_cuda_epl_bucket: gate.cuh MR_SEG_RUN, gx.cu's cases; a helper's review, session 38) */
     constexpr int NR = 32 / LPR, RL = EPS / NR;
     static_assert(NR * RL == EPS, "runs of the warp form's EPL");
     float q[NR];
