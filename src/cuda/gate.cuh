@@ -77,17 +77,19 @@
 /* the kind an instantiation is compiled for: fp32 has no packed form */
 #define MR_KIND_FIX(DT, KIND) ((KIND) == MR_KIND_PACKED && (DT) == MOEROUTE_DTYPE_FP32 ? MR_KIND_FULL : (KIND))
 
-/* v44 (session 38; a lab form, off: not yet run on a device). The 16-bit softmax rows' denominator (rows without
- * renormalize; with it the denominator cancels, design.md 14) summed in ONE order by every row form: each run of EPL
- * consecutive elements (the warp form's lane, EPL the E bucket's) in index order, then a balanced tree over those 32
- * runs with neighbours first. The warp form does that with its butterfly at offsets 1, 2, ..., 16; a segment form of
- * LPR lanes holds 32 / LPR runs per lane, adds them as the tree's first stages, then its butterfly at 1 .. LPR / 2
- * (IEEE addition commutes exactly, so both lanes of a pair hold the same word). Off (0), the warp form's butterfly runs
- * 16 .. 1 and a segment lane sums its EPS elements in one run, so the words depend on the lanes per row, and route by gx
- * (16 lanes) keeps the gate kernel's words only where its rows have 16 lanes too (gx.cu mr_gx_auto). Build with
- * -DMR_SOFTMAX_SUM_CANON=1 to time and test the form (docs/targets.md next call 0i). */
+/* v44 (session 38; the default since session 39). The 16-bit softmax rows' denominator (rows without renormalize;
+ * with it the denominator cancels, design.md 14) summed in ONE order by every row form: each run of EPL consecutive
+ * elements (the warp form's lane, EPL the E bucket's) in index order, then a balanced tree over those 32 runs with
+ * neighbours first. The warp form does that with its butterfly at offsets 1, 2, ..., 16; a segment form of LPR lanes
+ * holds 32 / LPR runs per lane, adds them as the tree's first stages, then its butterfly at 1 .. LPR / 2 (IEEE
+ * addition commutes exactly, so both lanes of a pair hold the same word). So a row's weights are the same words
+ * whatever form gates it (the warp form, the segment forms of 16 or 8 lanes, gx's, tiny.cu's), and route by gx keeps
+ * the gate kernel's words at every T (gx.cu mr_gx_auto). -DMR_SOFTMAX_SUM_CANON=0 builds the order before v44 (the
+ * warp form's butterfly 16 .. 1, a segment lane's EPS elements in one run: the words follow the lanes per row), for
+ * timing the two side by side; gx's rule then takes rows without renormalize only where the gate kernel's rows have
+ * gx's 16 lanes. */
 #ifndef MR_SOFTMAX_SUM_CANON
-#define MR_SOFTMAX_SUM_CANON 0
+#define MR_SOFTMAX_SUM_CANON 1
 #endif
 /* the warp form's butterfly offset at stage j = 1 .. 5 */
 #define MR_SUM_OFF(j) (MR_SOFTMAX_SUM_CANON ? 1 << ((j) - 1) : 32 >> (j))

@@ -62,26 +62,32 @@
  * below E = 128: OLMoE (E = 64, k = 8) 512 / 1024 / 2048 6.15 / 7.35, 6.31 / 8.71, 6.75 / 12.00, Qwen1.5-MoE (E = 60,
  * k = 4) 6.11 / 6.32, 6.24 / 7.65, 6.51 / 8.91. So E from 60 too, where timed: 512 <= T <= 2048 below E = 128. (Those
  * two presets do not renormalize: gx's weights there were 1 - 2 ulp from the gate kernel's warp-per-row form; the
- * rule below keeps such rows off gx unless the gate kernel's rows have gx's 16 lanes.) */
+ * rule below keeps such rows off gx unless the gate kernel's rows have gx's 16 lanes.)
+ * v45 (session 39, lab call 115's edges, H100, gx forced / auto): GPT-OSS-120B T = 288 5.86 / 6.50 (T*k from 1152; 256,
+ * T*k = 1024, stays slower); OLMoE 384 6.11 / 6.71, 4096 8.37 / 8.66; Qwen1.5-MoE 384 6.08 / 6.29, 4096 7.85 / 12.06.
+ * So below E = 128 from T = 384 to 4096, taken once v44 made rows without renormalize keep the gate kernel's words in
+ * every form. */
 #define MR_GX_MIN_T 256
-#define MR_GX_MIN_TK 1280
+#define MR_GX_MIN_TK 1152
 #define MR_GX_MAX_T 4096
-/* ... and only the E that were timed: 128 - 256 over that range; 60 - 127 (OLMoE's 64, Qwen1.5-MoE's 60) from T = 512
- * to 2048; smaller E (Mixtral's 8, DBRX's 16, GPT-OSS-20B's 32) were not measured */
+/* ... and only the E that were timed: 128 - 256 over that range; 60 - 127 (OLMoE's 64, Qwen1.5-MoE's 60) from T = 384
+ * to 4096 (v45; v43b's 512 - 2048 before); smaller E (DBRX's 16, GPT-OSS-20B's 32) were not measured, Mixtral's 8
+ * measured slower (lab call 115, T = 1024: 6.49 against 6.34) */
 #define MR_GX_MIN_E 60
 #define MR_GX_FULL_E 128
-#define MR_GX_SMALL_E_MIN_T 512
-#define MR_GX_SMALL_E_MAX_T 2048
+#define MR_GX_SMALL_E_MIN_T 384
+#define MR_GX_SMALL_E_MAX_T 4096
 /* The automatic rule: on since lab call 63 and results run 35 (session 25) ran test_cuda and the
  * sanitizers with it (session 24 had checked only the lab form); 0 leaves gx to the knob (gx = 1). */
 #define MR_GX_AUTO 1
 /* ... and only where route's weights keep the gate kernel's bits (test_cuda: route's top-k equal the gate's, fused
  * against unfused): with renormalize the softmax denominator cancels (design.md 14), so every row form gives the same
- * words; without it the denominator's summation order follows the lanes per row, so gx (16 lanes, MR_GX_LPR) only
+ * words; without it, before v44, the denominator's summation order followed the lanes per row, so gx (16 lanes) only
  * where the gate kernel's rows are 16 lanes too (gate.cu mr_gate_seg_lpr: k <= 4 from T = 1024, k > 4 from 2048, 8
  * lanes from 4096). Results run 66 (session 38) failed Qwen1.5-MoE's T = 512 (no renormalize, k = 4) by 1 ulp in 658
  * of 3840 weights under v43b's rule without this; the same held, untested, for such rows at gx's T = 1024 - 4096
- * since session 25. (v44's lab form, gate.cuh MR_SOFTMAX_SUM_CANON: one summation order in every form, so no condition.) */
+ * since session 25. v44 (gate.cuh MR_SOFTMAX_SUM_CANON, the default since session 39) sums it in one order in every
+ * form, so the condition holds for every row; it still guards a build with -DMR_SOFTMAX_SUM_CANON=0. */
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens;
   const bool full = cfg->num_experts >= MR_GX_FULL_E;

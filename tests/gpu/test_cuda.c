@@ -1875,7 +1875,7 @@ static void group_engine(void) {
 static const engine_shape THRESHOLD_SHAPES[] = {
     {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 7168,
      "ds-softmax"},
-    /* without renormalize: the weights carry the softmax denominator (gx only where the gate kernel's rows are its form) */
+    /* without renormalize: the weights carry the softmax denominator (one summation order in every row form since v44) */
     {256, 8, MOEROUTE_SCORE_SOFTMAX, 0, 0, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 7168,
      "ds-softmax-raw"},
     {128, 1, MOEROUTE_SCORE_SOFTMAX, 0, 0, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2048, "k1-raw"},
@@ -2001,27 +2001,33 @@ static void group_thresholds(void) {
                                         1024 before): from T = 256 for k = 8 ... */
       {"ds-softmax", 1023, 1, 0},    /* (gx on both sides since v43) */
       {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
-      {"gpt-oss-120b", 319, 1, 0},   /* (E = 128, k = 4: T*k 1276 -> 1280, v43) */
+      {"gpt-oss-120b", 287, 1, 0},   /* (E = 128, k = 4: T*k 1148 -> 1152, v45; 1280 under v43b) */
+      {"gpt-oss-120b", 319, 1, 0},   /* (gx on both sides since v45) */
       {"gpt-oss-120b", 255, 1, 0},   /* (T = 255 / 256 below gx's T*k bound: the paths before on both sides) */
       {"gpt-oss-120b", 4096, 1, 0},  /* (4097: large.cu's L1 by segments since v30, below) */
       {"sm-e160", 2047, 1, 0},       /* (gx: E = 160, fp16, k = 6) */
       {"sm-e160", 255, 1, 0},        /* (k = 6: the T bound, 255 -> 256) */
-      {"olmoe", 511, 1, 0},          /* (v43b: 60 <= E < 128 from T = 512 ... */
-      {"olmoe", 2048, 1, 0},         /* ... to 2048) */
-      {"qwen1.5", 511, 1, 0},        /* (E = 60, k = 4, no renormalize: not gx on either side since 3f6169f, below;
-                                        results run 66 failed its T = 512 under v43b) */
+      {"olmoe", 383, 1, 0},          /* (v45: 60 <= E < 128 from T = 384 ... ; OLMoE and Qwen1.5 do not renormalize: */
+      {"olmoe", 4096, 1, 0},         /* ... to 4096; v43b's 512 - 2048 before) */
+      {"olmoe", 511, 1, 0},          /* (v43b's bounds: gx on both sides since v45) */
+      {"olmoe", 2048, 1, 0},
+      {"qwen1.5", 383, 1, 0},        /* (E = 60, k = 4, no renormalize: gx from 384 since v44 / v45; results run 66
+                                        failed its T = 512 under v43b with the order before v44) */
+      {"qwen1.5", 4096, 1, 0},
+      {"qwen1.5", 511, 1, 0},
       {"qwen1.5", 2048, 1, 0},
       {"mixtral", 1023, 1, 0},       /* (E = 8 < 60: the paths before gx on both sides) */
-      /* gx without renormalize only where the gate kernel's rows have gx's 16 lanes (gx.cu mr_gx_auto; session 38: route's
-         weights differed from the gate's by 1 ulp without this): k = 8 from T = 2048 to 4095 ... */
-      {"ds-softmax-raw", 255, 1, 0},  /* (not gx on either side: a warp per row in the gate kernel) */
-      {"ds-softmax-raw", 1023, 1, 0}, /* (likewise) */
-      {"ds-softmax-raw", 2047, 1, 0},
-      {"ds-softmax-raw", 4095, 1, 0}, /* (8 lanes from 4096: the paths before gx) */
-      {"qwen1.5", 1023, 1, 0},        /* ... k = 4 from 1024 (E = 60: to 2048, above) */
-      {"k1-raw", 1023, 1, 0},         /* (k = 1 without renormalize: the gate kernel's rows 16 lanes from T = 1024; a helper's
-                                         review of session 38 asks whether route with PDL off (test_cuda_nopdl) takes a
-                                         warp-per-row form there; not yet run on a device) */
+      /* rows without renormalize: route by gx against the gate kernel's rows of 32, 16 and 8 lanes per row (the
+         denominator's order: v44, gate.cuh MR_SOFTMAX_SUM_CANON; before it, gx took such rows only where the gate's
+         rows had its 16 lanes, and route's weights differed from the gate's by 1 ulp otherwise, session 38) */
+      {"ds-softmax-raw", 255, 1, 0},  /* (gx from 256: the gate kernel a warp per row) */
+      {"ds-softmax-raw", 1023, 1, 0}, /* (gx on both sides; the gate kernel a warp per row) */
+      {"ds-softmax-raw", 2047, 1, 0}, /* (the gate kernel 32 -> 16 lanes per row) */
+      {"ds-softmax-raw", 4095, 1, 0}, /* (gx on both sides; the gate kernel 16 -> 8 lanes per row) */
+      {"ds-softmax-raw", 4096, 1, 0}, /* (gx -> large.cu's L1 by segments, 8 lanes) */
+      {"qwen1.5", 1023, 1, 0},        /* (k = 4: the gate kernel 16 lanes from 1024) */
+      {"k1-raw", 1023, 1, 0},         /* (k = 1: the gate kernel's rows 16 lanes from T = 1024; route with PDL off
+                                         (test_cuda_nopdl) may take a warp-per-row form: the same words since v44) */
       {"ds-softmax", 16384, 1, 0},   /* the wide L1 by segments up to T*k = 131072 (v22), then the chain (-> 131080) */
       {"ds-softmax", 32768, 1, 0},   /* (its bound before v22: 262144 -> 262152, the chain on both sides now) */
       {"gpt-oss-120b", 16384, 1, 0}, /* (65536 -> 65540) */
