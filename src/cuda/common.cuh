@@ -588,6 +588,8 @@ cudaError_t mr_cuda_launch_tiny_sort(const mr_config* cfg, const mr_sort_out* o,
                                      const float* topk_weights, cudaStream_t stream);
 /* tmsort.cu: the token-mask sort at decode (any U), one launch, no workspace. */
 int mr_cuda_tm_sort_fits(const mr_config* cfg);
+/* entry.cu: one of the one-launch decode sorts fits (small, tiny or token-mask): route's pair can run */
+int mr_cuda_decode_sort_fits(const mr_config* cfg);
 int mr_cuda_ctm_route_takes(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_ctm_sort_takes(const mr_config* cfg);
 int mr_cuda_ctm_route_sort_takes(const mr_config* cfg, const mr_gate_args* a);

@@ -6,9 +6,10 @@
  * Paths (docs/design.md 17-38; the measurements in docs/perf-log.md v5-v24):
  *
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
- *          or groups), 128 <= E <= 256, k <= 8, no       cooperative launch over the grid
- *          moe_buf, 256 <= T <= 4096, T*k >= 1280        (gx.cu, design 37)
- *          (60 <= E < 128: 512 <= T <= 2048)
+ *          or groups), 16 <= E <= 256, k <= 8, no     cooperative launch over the grid
+ *          moe_buf, 256 <= T <= 4096, where           (gx.cu, design 37)
+ *          no one-launch decode sort fits (the pair's
+ *          domain: T*k > 1024 or a large mask table)
  *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
  *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
  *          kernel segments 65536 where E > 128, else    the gate kernel zeroes gxs's word,
@@ -200,15 +201,15 @@ static int mr_route_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1; /* also the forced-general lab setting: nothing to gate */
   return !mr_cuda_tune.force_general && mr_cuda_fused_fits(cfg);
 }
-/* One of the one-launch decode sorts fits (mr_cuda_launch_decode_sort below). */
-static int mr_decode_sort_fits(const mr_config* cfg) {
+/* One of the one-launch decode sorts fits (mr_cuda_launch_decode_sort below); gx's rule asks it too (gx.cu). */
+extern "C" int mr_cuda_decode_sort_fits(const mr_config* cfg) {
   return mr_cuda_small_sort_fits(cfg) || mr_cuda_tiny_sort_fits(cfg) || mr_cuda_tm_sort_fits(cfg);
 }
 /* The pair (gate kernel, then the one-launch sort, PDL between them) can run
  * this route: the one-launch sort fits. Its top-k goes through the caller's
  * topk buffers or, without them, the workspace. */
 static int mr_route_pair_fits(const mr_config* cfg) {
-  return cfg->num_tokens > 0 && mr_decode_sort_fits(cfg);
+  return cfg->num_tokens > 0 && mr_cuda_decode_sort_fits(cfg);
 }
 /* Route at decode, which kernels (perf-log v5, lab run 6b, kernel metric with
  * PDL on): tiny.cu where it takes the call (one launch, fastest there); else
@@ -245,7 +246,7 @@ static int mr_route_use_mid(const mr_config* cfg) {
 }
 static int mr_sort_one_launch(const mr_config* cfg) {
   if (cfg->num_tokens == 0) return 1;
-  return !mr_cuda_tune.force_general && mr_decode_sort_fits(cfg);
+  return !mr_cuda_tune.force_general && mr_cuda_decode_sort_fits(cfg);
 }
 
 /* The one-launch sort at decode (the sort entry point and the pair's second launch):

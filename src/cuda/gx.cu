@@ -5,8 +5,8 @@
  * Lab calls 57 - 60 built and measured gx as dev/gx_lab.cu (TR form, segment rows).
  *
  * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
- * 128 <= E <= 256, k <= 8, 256 <= T <= 4096 with T*k >= 1280 (v43; 1024 <= T before), and 60 <= E < 128 at
- * 512 <= T <= 2048 (v43b) (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
+ * 16 <= E <= 256, k <= 8, 256 <= T <= 4096 where no one-launch decode sort fits, i.e. where route is not the pair
+ * (v45b; v43 - v45 bounds by T*k and E before, 1024 <= T before v43) (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
  * and every T up to 32 rows per CTA). The automatic rule is on since lab call 63 / results run 35
  * (session 25: test_cuda and the sanitizers with it; route DeepSeek-R1 softmax T = 1024 / 2048 9.15 /
  * 12.05 -> 7.29 / 7.84 us on the H100 against run 34). Before it, route there was the
@@ -63,20 +63,20 @@
  * k = 4) 6.11 / 6.32, 6.24 / 7.65, 6.51 / 8.91. So E from 60 too, where timed: 512 <= T <= 2048 below E = 128. (Those
  * two presets do not renormalize: gx's weights there were 1 - 2 ulp from the gate kernel's warp-per-row form; the
  * rule below keeps such rows off gx unless the gate kernel's rows have gx's 16 lanes.)
- * v45 (session 39, lab call 115's edges, H100, gx forced / auto): GPT-OSS-120B T = 288 5.86 / 6.50 (T*k from 1152; 256,
- * T*k = 1024, stays slower); OLMoE 384 6.11 / 6.71, 4096 8.37 / 8.66; Qwen1.5-MoE 384 6.08 / 6.29, 4096 7.85 / 12.06.
- * So below E = 128 from T = 384 to 4096, taken once v44 made rows without renormalize keep the gate kernel's words in
- * every form. */
+ * v45 (session 39, lab call 115's edges, H100, gx forced / auto): GPT-OSS-120B T = 288 5.86 / 6.50; OLMoE 384 6.11 /
+ * 6.71, 4096 8.37 / 8.66; Qwen1.5-MoE 384 6.08 / 6.29, 4096 7.85 / 12.06 (taken once v44 made rows without renormalize
+ * keep the gate kernel's words in every form).
+ * v45b (session 39, lab call 118 = results run 67, gx / the paths before it): OLMoE T = 256 6.11 / 6.46, 320 6.07 /
+ * 6.69; Qwen1.5-MoE 256 6.04 / 5.21 (slower), 320 6.05 / 6.28; GPT-OSS-120B 272 5.88 / 6.57 (256: 5.78 / 5.38, slower);
+ * DBRX (E = 16, k = 4) 1024 6.50 / 6.72; GPT-OSS-20B (E = 32, k = 4) 1024 6.16 / 6.85. Every point where gx lost from
+ * T = 256 on is one where route's pair runs (the gate kernel, then a one-launch decode sort: T*k <= 1024, or the
+ * token-mask sort at T <= 256 with T*k <= 1536; entry.cu mr_cuda_decode_sort_fits), ~5.2 - 5.4 us; every point where
+ * it won is one where the mid pair or the gate kernel + ctm's sort runs (~6.3 - 12 us). So the rule is that boundary,
+ * from T = 256 (below it gx lost to the mid pair too: DeepSeek-R1 softmax T = 224, 7.30 against 7.00) to 4096, for
+ * E >= 16 (Mixtral's E = 8 slower at T = 1024: 6.49 against 6.34). */
 #define MR_GX_MIN_T 256
-#define MR_GX_MIN_TK 1152
 #define MR_GX_MAX_T 4096
-/* ... and only the E that were timed: 128 - 256 over that range; 60 - 127 (OLMoE's 64, Qwen1.5-MoE's 60) from T = 384
- * to 4096 (v45; v43b's 512 - 2048 before); smaller E (DBRX's 16, GPT-OSS-20B's 32) were not measured, Mixtral's 8
- * measured slower (lab call 115, T = 1024: 6.49 against 6.34) */
-#define MR_GX_MIN_E 60
-#define MR_GX_FULL_E 128
-#define MR_GX_SMALL_E_MIN_T 384
-#define MR_GX_SMALL_E_MAX_T 4096
+#define MR_GX_MIN_E 16
 /* The automatic rule: on since lab call 63 and results run 35 (session 25) ran test_cuda and the
  * sanitizers with it (session 24 had checked only the lab form); 0 leaves gx to the knob (gx = 1). */
 #define MR_GX_AUTO 1
@@ -90,9 +90,8 @@
  * form, so the condition holds for every row; it still guards a build with -DMR_SOFTMAX_SUM_CANON=0. */
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens;
-  const bool full = cfg->num_experts >= MR_GX_FULL_E;
-  return MR_GX_AUTO && cfg->num_experts >= MR_GX_MIN_E && T * cfg->top_k >= MR_GX_MIN_TK &&
-         T >= (full ? MR_GX_MIN_T : MR_GX_SMALL_E_MIN_T) && T <= (full ? MR_GX_MAX_T : MR_GX_SMALL_E_MAX_T) &&
+  return MR_GX_AUTO && cfg->num_experts >= MR_GX_MIN_E && T >= MR_GX_MIN_T && T <= MR_GX_MAX_T &&
+         !mr_cuda_decode_sort_fits(cfg) &&
          (MR_SOFTMAX_SUM_CANON || cfg->renormalize || mr_cuda_gate_seg_lpr_packed(cfg) == MR_GX_LPR);
 }
 

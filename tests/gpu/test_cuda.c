@@ -1892,6 +1892,10 @@ static const engine_shape THRESHOLD_SHAPES[] = {
      "olmoe"},
     {160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP16, 5120,
      "sm-e160"},
+    /* gx's smallest E (v45b: E >= 16): DBRX's and GPT-OSS-20B's routers */
+    {16, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 6144, "dbrx"},
+    {32, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2880,
+     "gpt-oss-20b"},
     {1024, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 4096,
      "sm-e1024"},
     /* sigmoid rows by segments of 16 lanes (v33b): E = 256 with fp32 logits, 16 per segment lane */
@@ -1997,26 +2001,34 @@ static void group_thresholds(void) {
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6145, 1, 0},  /* (L1 by segments, 8 lanes, on both sides: v30 moved its bound below) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
-      {"ds-softmax", 255, 1, 0},     /* gx (v22; its rule on since results run 35; v43: from T = 256 where T*k >= 1280,
-                                        1024 before): from T = 256 for k = 8 ... */
+      {"ds-softmax", 255, 1, 0},     /* gx (v22; its rule on since results run 35; v43: from T = 256; v45b: where no
+                                        one-launch decode sort fits, i.e. not the pair): from T = 256 ... */
       {"ds-softmax", 1023, 1, 0},    /* (gx on both sides since v43) */
       {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
-      {"gpt-oss-120b", 287, 1, 0},   /* (E = 128, k = 4: T*k 1148 -> 1152, v45; 1280 under v43b) */
-      {"gpt-oss-120b", 319, 1, 0},   /* (gx on both sides since v45) */
-      {"gpt-oss-120b", 255, 1, 0},   /* (T = 255 / 256 below gx's T*k bound: the paths before on both sides) */
+      {"gpt-oss-120b", 256, 1, 0},   /* (E = 128, k = 4: T*k 1024 -> 1028, the pair -> gx, v45b; 1152 under v45, 1280
+                                        under v43b) */
+      {"gpt-oss-120b", 287, 1, 0},   /* (gx on both sides since v45b) */
+      {"gpt-oss-120b", 255, 1, 0},   /* (T = 255 / 256: the pair on both sides) */
       {"gpt-oss-120b", 4096, 1, 0},  /* (4097: large.cu's L1 by segments since v30, below) */
       {"sm-e160", 2047, 1, 0},       /* (gx: E = 160, fp16, k = 6) */
-      {"sm-e160", 255, 1, 0},        /* (k = 6: the T bound, 255 -> 256) */
-      {"olmoe", 383, 1, 0},          /* (v45: 60 <= E < 128 from T = 384 ... ; OLMoE and Qwen1.5 do not renormalize: */
-      {"olmoe", 4096, 1, 0},         /* ... to 4096; v43b's 512 - 2048 before) */
-      {"olmoe", 511, 1, 0},          /* (v43b's bounds: gx on both sides since v45) */
+      {"sm-e160", 256, 1, 0},        /* (k = 6: T*k 1536 -> 1542, the token-mask sort's pair -> gx, v45b) */
+      {"sm-e160", 255, 1, 0},        /* (T = 255 / 256: the pair on both sides since v45b) */
+      {"olmoe", 255, 1, 0},          /* (E = 64, k = 8: the mid pair -> gx at T = 256, v45b; v45 from 384, v43b 512) */
+      {"olmoe", 383, 1, 0},          /* (gx on both sides since v45b; OLMoE and Qwen1.5 do not renormalize) */
+      {"olmoe", 4096, 1, 0},         /* (gx -> the paths after it) */
+      {"olmoe", 511, 1, 0},
       {"olmoe", 2048, 1, 0},
-      {"qwen1.5", 383, 1, 0},        /* (E = 60, k = 4, no renormalize: gx from 384 since v44 / v45; results run 66
+      {"qwen1.5", 256, 1, 0},        /* (E = 60, k = 4, no renormalize: the pair -> gx at T = 257, v45b; results run 66
                                         failed its T = 512 under v43b with the order before v44) */
+      {"qwen1.5", 383, 1, 0},
       {"qwen1.5", 4096, 1, 0},
       {"qwen1.5", 511, 1, 0},
       {"qwen1.5", 2048, 1, 0},
-      {"mixtral", 1023, 1, 0},       /* (E = 8 < 60: the paths before gx on both sides) */
+      {"dbrx", 256, 1, 0},           /* (E = 16 >= gx's 16, v45b: the pair -> gx) */
+      {"dbrx", 4096, 1, 0},          /* (gx -> the paths after it) */
+      {"gpt-oss-20b", 256, 1, 0},    /* (E = 32) */
+      {"gpt-oss-20b", 4096, 1, 0},
+      {"mixtral", 1023, 1, 0},       /* (E = 8 < 16: the paths before gx on both sides) */
       /* rows without renormalize: route by gx against the gate kernel's rows of 32, 16 and 8 lanes per row (the
          denominator's order: v44, gate.cuh MR_SOFTMAX_SUM_CANON; before it, gx took such rows only where the gate's
          rows had its 16 lanes, and route's weights differed from the gate's by 1 ulp otherwise, session 38) */
