@@ -2,10 +2,10 @@
 # Device call 119 (session 39): v45b (gx.cu mr_gx_auto: gx for 16 <= E <= 256 at 256 <= T <= 4096 wherever no one-launch
 # decode sort fits, i.e. where route is not the pair), after results run 67 (d1d214a, every check passed). The rule
 # changes no point of the results run's sweeps (GPT-OSS-120B T = 256 stays the pair; the other sweep points in gx's range
-# were gx already), so this call runs the GPU suite (test_cuda full, --no-pdl, memcheck of the quick set) with the
+# were gx already), so this call runs the GPU suite (test_cuda full, --no-pdl's thresholds group) with the
 # rule (--no-pdl: the thresholds group only, for device time), then gxs_lab --bounds at the new edges: DBRX (E = 16) and GPT-OSS-20B (E = 32) from T = 257 to 4096, Qwen1.5-MoE
-# at 264 / 288 and GPT-OSS-120B at 257 (just above the pair's T*k = 1024), Mixtral (E = 8, outside the rule) at 2048 /
-# 4096. Expected: test_cuda 4663 cases, --no-pdl thresholds 354, 0 failures; auto = gx faster than "before" at every new edge.
+# at 264 / 288 and GPT-OSS-120B at 257 (just above the pair's T*k = 1024). (Trimmed to ~300 s after
+# failed starts left 443 s of device time: no memcheck, no Mixtral.) Expected: test_cuda 4663 cases, --no-pdl thresholds 354, 0 failures; auto = gx faster than "before" at every new edge.
 # Usage on the device, repo root: bash dev/lab_run119.sh > $OUT/lab_summary.txt 2>&1
 export PATH=$PATH:/usr/local/cuda/bin
 B=build-dev
@@ -16,14 +16,11 @@ echo "built at $SECONDS s"; nvidia-smi --query-gpu=name,driver_version,clocks.ma
 T=$(find $B -name test_cuda -type f -perm -u+x | head -1)
 echo "== test_cuda (full) at $SECONDS s"; timeout 170 $T > $OUT/full.log 2>&1; echo "rc=$?"; grep -E "FAIL" $OUT/full.log | head -5; tail -1 $OUT/full.log
 echo "== test_cuda --no-pdl --group thresholds at $SECONDS s"; timeout 90 $T --no-pdl --group thresholds > $OUT/nopdl.log 2>&1; echo "rc=$?"; grep -E "FAIL" $OUT/nopdl.log | head -5; tail -1 $OUT/nopdl.log
-echo "== memcheck (test_cuda --quick --exact-allocs) at $SECONDS s"
-timeout 60 compute-sanitizer --tool memcheck --error-exitcode 3 $T --quick --exact-allocs > $OUT/memcheck.log 2>&1; echo "rc=$?"; grep -E "ERROR SUMMARY|passed" $OUT/memcheck.log | tail -2
 wait
-if [ $SECONDS -lt 420 ] && [ -x $B/gxs_lab ]; then
+if [ $SECONDS -lt 320 ] && [ -x $B/gxs_lab ]; then
   echo "== gx's edges (gxs_lab --bounds) at $SECONDS s"
-  timeout 40 $B/gxs_lab --bounds --models dbrx,gpt-oss-20b --ts 257,512,2048,4096 2>&1
+  timeout 30 $B/gxs_lab --bounds --models dbrx,gpt-oss-20b --ts 257,512,2048,4096 2>&1
   timeout 20 $B/gxs_lab --bounds --models qwen1.5-moe --ts 264,288 2>&1
   timeout 15 $B/gxs_lab --bounds --models gpt-oss-120b --ts 257 2>&1
-  [ $SECONDS -lt 470 ] && timeout 20 $B/gxs_lab --bounds --models mixtral-8x7b --ts 2048,4096 2>&1
 else tail -5 $OUT/gxs_build.log; fi
 echo "== all done at $SECONDS s"
