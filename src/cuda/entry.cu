@@ -6,10 +6,10 @@
  * Paths (docs/design.md 17-38; the measurements in docs/perf-log.md v5-v24):
  *
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
- *          or groups), 16 <= E <= 256, k <= 8, no     cooperative launch over the grid
- *          moe_buf, 256 <= T <= 4096, where           (gx.cu, design 37)
- *          no one-launch decode sort fits (the pair's
- *          domain: T*k > 1024 or a large mask table)
+ *          or groups), 60 <= E <= 256, k <= 8, no     cooperative launch over the grid
+ *          moe_buf, 256 <= T <= 4096, T*k >= 1152     (gx.cu, design 37)
+ *          (E < 128: from T = 384) (v45b, a lab form:
+ *          16 <= E wherever the pair does not fit)
  *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
  *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
  *          kernel segments 65536 where E > 128, else    the gate kernel zeroes gxs's word,

@@ -5,8 +5,9 @@
  * Lab calls 57 - 60 built and measured gx as dev/gx_lab.cu (TR form, segment rows).
  *
  * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
- * 16 <= E <= 256, k <= 8, 256 <= T <= 4096 where no one-launch decode sort fits, i.e. where route is not the pair
- * (v45b; v43 - v45 bounds by T*k and E before, 1024 <= T before v43) (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
+ * 60 <= E <= 256, k <= 8, 256 <= T <= 4096 with T*k >= 1152, from T = 384 for E < 128 (v45; 1024 <= T before v43);
+ * v45b's lab form (MR_GX_PAIR_RULE, off): 16 <= E, wherever no one-launch decode sort fits, i.e. where route is not
+ * the pair (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
  * and every T up to 32 rows per CTA). The automatic rule is on since lab call 63 / results run 35
  * (session 25: test_cuda and the sanitizers with it; route DeepSeek-R1 softmax T = 1024 / 2048 9.15 /
  * 12.05 -> 7.29 / 7.84 us on the H100 against run 34). Before it, route there was the
@@ -71,12 +72,22 @@
  * DBRX (E = 16, k = 4) 1024 6.50 / 6.72; GPT-OSS-20B (E = 32, k = 4) 1024 6.16 / 6.85. Every point where gx lost from
  * T = 256 on is one where route's pair runs (the gate kernel, then a one-launch decode sort: T*k <= 1024, or the
  * token-mask sort at T <= 256 with T*k <= 1536; entry.cu mr_cuda_decode_sort_fits), ~5.2 - 5.4 us; every point where
- * it won is one where the mid pair or the gate kernel + ctm's sort runs (~6.3 - 12 us). So the rule is that boundary,
+ * it won is one where the mid pair or the gate kernel + ctm's sort runs (~6.3 - 12 us). So v45b's rule is that boundary,
  * from T = 256 (below it gx lost to the mid pair too: DeepSeek-R1 softmax T = 224, 7.30 against 7.00) to 4096, for
  * E >= 16 (Mixtral's E = 8 slower at T = 1024: 6.49 against 6.34). */
 #define MR_GX_MIN_T 256
 #define MR_GX_MAX_T 4096
 #define MR_GX_MIN_E 16
+/* v45b's rule is a lab form, OFF (0) until a device has run the suite with it (lab call 119, dev/lab_run119.sh, builds
+ * with -DMR_GX_PAIR_RULE=1; written, not run: session 39's device time went to failed starts). The default is v45's
+ * rule, which results run 67 tested: 60 <= E, T*k >= 1152, T >= 256 (E >= 128) or 384 (E < 128), T <= 4096. */
+#ifndef MR_GX_PAIR_RULE
+#define MR_GX_PAIR_RULE 0
+#endif
+#define MR_GX_V45_MIN_E 60
+#define MR_GX_V45_MIN_TK 1152
+#define MR_GX_V45_FULL_E 128
+#define MR_GX_V45_SMALL_E_MIN_T 384
 /* The automatic rule: on since lab call 63 and results run 35 (session 25) ran test_cuda and the
  * sanitizers with it (session 24 had checked only the lab form); 0 leaves gx to the knob (gx = 1). */
 #define MR_GX_AUTO 1
@@ -89,9 +100,12 @@
  * since session 25. v44 (gate.cuh MR_SOFTMAX_SUM_CANON, the default since session 39) sums it in one order in every
  * form, so the condition holds for every row; it still guards a build with -DMR_SOFTMAX_SUM_CANON=0. */
 static int mr_gx_auto(const mr_config* cfg) {
-  const int64_t T = cfg->num_tokens;
-  return MR_GX_AUTO && cfg->num_experts >= MR_GX_MIN_E && T >= MR_GX_MIN_T && T <= MR_GX_MAX_T &&
-         !mr_cuda_decode_sort_fits(cfg) &&
+  const int64_t T = cfg->num_tokens, E = cfg->num_experts;
+  const bool in_range =
+      MR_GX_PAIR_RULE ? E >= MR_GX_MIN_E && T >= MR_GX_MIN_T && !mr_cuda_decode_sort_fits(cfg)
+                      : E >= MR_GX_V45_MIN_E && T * cfg->top_k >= MR_GX_V45_MIN_TK &&
+                            T >= (E >= MR_GX_V45_FULL_E ? MR_GX_MIN_T : MR_GX_V45_SMALL_E_MIN_T);
+  return MR_GX_AUTO && in_range && T <= MR_GX_MAX_T &&
          (MR_SOFTMAX_SUM_CANON || cfg->renormalize || mr_cuda_gate_seg_lpr_packed(cfg) == MR_GX_LPR);
 }
 

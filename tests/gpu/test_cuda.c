@@ -1892,7 +1892,7 @@ static const engine_shape THRESHOLD_SHAPES[] = {
      "olmoe"},
     {160, 6, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_FP16, 5120,
      "sm-e160"},
-    /* gx's smallest E (v45b: E >= 16): DBRX's and GPT-OSS-20B's routers */
+    /* gx's smallest E under v45b's lab form (E >= 16): DBRX's and GPT-OSS-20B's routers */
     {16, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 6144, "dbrx"},
     {32, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1, MOEROUTE_GROUP_SCORE_TOP2_SUM, 1.0f, MOEROUTE_DTYPE_BF16, 2880,
      "gpt-oss-20b"},
@@ -2001,34 +2001,35 @@ static void group_thresholds(void) {
       {"ds-softmax", 4095, 1, 0},    /* v13, route without moe_buf: large.cu's L1 by segments, 16 -> 8 lanes per row */
       {"gpt-oss-120b", 6145, 1, 0},  /* (L1 by segments, 8 lanes, on both sides: v30 moved its bound below) */
       {"ds-softmax", 8192, 1, 0},    /* (L1 by segments, 8 warps up to T*k = 65536, then 16 (v14): 65536 -> 65544) */
-      {"ds-softmax", 255, 1, 0},     /* gx (v22; its rule on since results run 35; v43: from T = 256; v45b: where no
-                                        one-launch decode sort fits, i.e. not the pair): from T = 256 ... */
+      {"ds-softmax", 255, 1, 0},     /* gx (v22; its rule on since results run 35; v43: from T = 256; v45b's lab form
+                                        (gx.cu MR_GX_PAIR_RULE): where no one-launch decode sort fits, i.e. not the
+                                        pair; the pairs below hold both rules' bounds): from T = 256 ... */
       {"ds-softmax", 1023, 1, 0},    /* (gx on both sides since v43) */
       {"ds-softmax", 4096, 1, 0},    /* ... to 4096 (then large.cu's L1 by segments) */
-      {"gpt-oss-120b", 256, 1, 0},   /* (E = 128, k = 4: T*k 1024 -> 1028, the pair -> gx, v45b; 1152 under v45, 1280
-                                        under v43b) */
-      {"gpt-oss-120b", 287, 1, 0},   /* (gx on both sides since v45b) */
+      {"gpt-oss-120b", 256, 1, 0},   /* (E = 128, k = 4: T*k 1024 -> 1028, the pair -> gx under v45b) */
+      {"gpt-oss-120b", 287, 1, 0},   /* (T*k 1148 -> 1152: v45's bound, 1280 under v43b) */
       {"gpt-oss-120b", 255, 1, 0},   /* (T = 255 / 256: the pair on both sides) */
       {"gpt-oss-120b", 4096, 1, 0},  /* (4097: large.cu's L1 by segments since v30, below) */
       {"sm-e160", 2047, 1, 0},       /* (gx: E = 160, fp16, k = 6) */
-      {"sm-e160", 256, 1, 0},        /* (k = 6: T*k 1536 -> 1542, the token-mask sort's pair -> gx, v45b) */
-      {"sm-e160", 255, 1, 0},        /* (T = 255 / 256: the pair on both sides since v45b) */
-      {"olmoe", 255, 1, 0},          /* (E = 64, k = 8: the mid pair -> gx at T = 256, v45b; v45 from 384, v43b 512) */
-      {"olmoe", 383, 1, 0},          /* (gx on both sides since v45b; OLMoE and Qwen1.5 do not renormalize) */
+      {"sm-e160", 256, 1, 0},        /* (k = 6: T*k 1536 -> 1542, the token-mask sort's pair -> gx under v45b) */
+      {"sm-e160", 255, 1, 0},        /* (T = 255 / 256: the pair -> gx under v45, the pair on both sides under v45b) */
+      {"olmoe", 255, 1, 0},          /* (E = 64, k = 8: the mid pair -> gx at T = 256 under v45b) */
+      {"olmoe", 383, 1, 0},          /* (v45: from T = 384 for 60 <= E < 128, 512 under v43b; OLMoE and Qwen1.5 do
+                                        not renormalize) */
       {"olmoe", 4096, 1, 0},         /* (gx -> the paths after it) */
       {"olmoe", 511, 1, 0},
       {"olmoe", 2048, 1, 0},
-      {"qwen1.5", 256, 1, 0},        /* (E = 60, k = 4, no renormalize: the pair -> gx at T = 257, v45b; results run 66
-                                        failed its T = 512 under v43b with the order before v44) */
+      {"qwen1.5", 256, 1, 0},        /* (E = 60, k = 4, no renormalize: the pair -> gx at T = 257 under v45b; results
+                                        run 66 failed its T = 512 under v43b with the order before v44) */
       {"qwen1.5", 383, 1, 0},
       {"qwen1.5", 4096, 1, 0},
       {"qwen1.5", 511, 1, 0},
       {"qwen1.5", 2048, 1, 0},
-      {"dbrx", 256, 1, 0},           /* (E = 16 >= gx's 16, v45b: the pair -> gx) */
-      {"dbrx", 4096, 1, 0},          /* (gx -> the paths after it) */
+      {"dbrx", 256, 1, 0},           /* (E = 16: the pair -> gx under v45b; not gx under v45, E < 60) */
+      {"dbrx", 4096, 1, 0},          /* (gx -> the paths after it under v45b) */
       {"gpt-oss-20b", 256, 1, 0},    /* (E = 32) */
       {"gpt-oss-20b", 4096, 1, 0},
-      {"mixtral", 1023, 1, 0},       /* (E = 8 < 16: the paths before gx on both sides) */
+      {"mixtral", 1023, 1, 0},       /* (E = 8 < 16: not gx under either rule) */
       /* rows without renormalize: route by gx against the gate kernel's rows of 32, 16 and 8 lanes per row (the
          denominator's order: v44, gate.cuh MR_SOFTMAX_SUM_CANON; before it, gx took such rows only where the gate's
          rows had its 16 lanes, and route's weights differed from the gate's by 1 ulp otherwise, session 38) */
