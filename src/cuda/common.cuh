@@ -567,7 +567,6 @@ int mr_cuda_small_sort_fits(const mr_config* cfg);
 /* The lanes per row (4, 8 or 16) when the gate kernel gates cfg's rows by segments (gate.cu,
  * v6), else 0. */
 int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* a);
-int mr_cuda_gate_seg_lpr_packed(const mr_config* cfg);
 /* The mid sort (mid.cu): one launch, no workspace, T*k above the small sort's bound. */
 int mr_cuda_mid_sort_fits(const mr_config* cfg);
 cudaError_t mr_cuda_launch_mid_sort(const mr_config* cfg, const mr_sort_out* o, const int32_t* topk_ids,

@@ -281,10 +281,6 @@ static int mr_gate_seg_lpr(const mr_config* cfg, int kind) {  /* also mr_cuda_ga
 extern "C" int mr_cuda_gate_segmented(const mr_config* cfg, const mr_gate_args* a) {
   return mr_gate_seg_lpr(cfg, mr_gate_kind(a, cfg->dtype));
 }
-/* The lanes per row of the gate kernel's 16-bit softmax rows (0: a warp per row). gx.cu's rule asks it in a build
- * with -DMR_SOFTMAX_SUM_CANON=0 only: there, without renormalize, the softmax denominator's summation order follows the
- * lanes per row (v44's default sums it in one order in every form, gate.cuh). */
-extern "C" int mr_cuda_gate_seg_lpr_packed(const mr_config* cfg) { return mr_gate_seg_lpr(cfg, MR_KIND_PACKED); }
 
 template <int DT, int EPS, int LPR, int L, bool PK>
 static cudaError_t mr_launch_seg_t(const mr_gate_p* p, int32_t* topk_ids, float* topk_weights,

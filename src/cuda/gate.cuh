@@ -77,22 +77,18 @@
 /* the kind an instantiation is compiled for: fp32 has no packed form */
 #define MR_KIND_FIX(DT, KIND) ((KIND) == MR_KIND_PACKED && (DT) == MOEROUTE_DTYPE_FP32 ? MR_KIND_FULL : (KIND))
 
-/* v44 (session 38; the default since session 39). The 16-bit softmax rows' denominator (rows without renormalize;
- * with it the denominator cancels, design.md 14) summed in ONE order by every row form: each run of EPL consecutive
- * elements (the warp form's lane, EPL the E bucket's) in index order, then a balanced tree over those 32 runs with
- * neighbours first. The warp form does that with its butterfly at offsets 1, 2, ..., 16; a segment form of LPR lanes
- * holds 32 / LPR runs per lane, adds them as the tree's first stages, then its butterfly at 1 .. LPR / 2 (IEEE
- * addition commutes exactly, so both lanes of a pair hold the same word). So a row's weights are the same words
- * whatever form gates it (the warp form, the segment forms of 16 or 8 lanes, gx's, tiny.cu's), and route by gx keeps
- * the gate kernel's words at every T (gx.cu mr_gx_auto). -DMR_SOFTMAX_SUM_CANON=0 builds the order before v44 (the
- * warp form's butterfly 16 .. 1, a segment lane's EPS elements in one run: the words follow the lanes per row), for
- * timing the two side by side; gx's rule then takes rows without renormalize only where the gate kernel's rows have
- * gx's 16 lanes. */
-#ifndef MR_SOFTMAX_SUM_CANON
-#define MR_SOFTMAX_SUM_CANON 1
-#endif
+/* v44 (session 38; the only form since session 39, after results run 67 ran the suite with it). The 16-bit softmax
+ * rows' denominator (rows without renormalize; with it the denominator cancels, design.md 14) is summed in ONE order by
+ * every row form: each run of EPL consecutive elements (the warp form's lane, EPL the E bucket's) in index order, then
+ * a balanced tree over those 32 runs with neighbours first. The warp form does that with its butterfly at offsets 1,
+ * 2, ..., 16; a segment form of LPR lanes holds 32 / LPR runs per lane, adds them as the tree's first stages, then its
+ * butterfly at 1 .. LPR / 2 (IEEE addition commutes exactly, so both lanes of a pair hold the same word). So a row's
+ * weights are the same words whatever form gates it (the warp form, the segment forms of 16 or 8 lanes, gx's,
+ * tiny.cu's), and route by gx keeps the gate kernel's words at every T. (Before v44 the warp form's butterfly ran
+ * 16 .. 1 and a segment lane summed its EPS elements in one run: the words followed the lanes per row, and results run
+ * 66 failed route-vs-gate bits where gx's 16 lanes met the gate kernel's 32.) */
 /* the warp form's butterfly offset at stage j = 1 .. 5 */
-#define MR_SUM_OFF(j) (MR_SOFTMAX_SUM_CANON ? 1 << ((j) - 1) : 32 >> (j))
+#define MR_SUM_OFF(j) (1 << ((j) - 1))
 
 /* Host: the kind of a configuration. */
 static inline int mr_gate_kind(const mr_gate_args* a, moeroute_dtype dt) {
@@ -1410,7 +1406,6 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
   float sum = 1.0f; /* renormalize: the denominator cancels (design.md 14) */
   if (!p.renormalize) {
     sum = 0.0f;
-#if MR_SOFTMAX_SUM_CANON
     /* v44: the warp form's runs of EPS * LPR / 32 elements, then the tree's first stages inside the lane. This holds
      * only while every caller instantiates EPS = 32 * EPL / LPR with the warp form's EPL for the row's E
      * (mr_cuda_epl_bucket: gate.cuh MR_SEG_RUN, gx.cu's cases; a helper's review, session 38) */
@@ -1432,16 +1427,6 @@ __device__ __forceinline__ void mr_gate_packed_seg(const mr_gate_p& p, uint32_t 
     sum = q[0];
 #pragma unroll
     for (int off = 1; off < LPR; off <<= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
-#else
-    if (max != -INFINITY) {
-#pragma unroll
-      for (int r = 0; r < EPS; ++r)
-        sum += mr_exp_sum_term(mr_clamp_logit(mr_raw_float<2>(mr_seg_raw<PK>(src, r), DT != MOEROUTE_DTYPE_BF16)) -
-                               max);
-    }
-#pragma unroll
-    for (int off = LPR / 2; off > 0; off >>= 1) sum += __shfl_xor_sync(MR_FULL_MASK, sum, off);
-#endif
   }
   const int k = p.top_k;
   float w = 0.0f;

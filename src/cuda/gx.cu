@@ -62,8 +62,8 @@
  * (faster: T*k from 1280); Qwen3-235B (E = 128, k = 8, taken by v43's rule untimed) 256 6.29 / 6.89, 512 6.34 / 8.04;
  * below E = 128: OLMoE (E = 64, k = 8) 512 / 1024 / 2048 6.15 / 7.35, 6.31 / 8.71, 6.75 / 12.00, Qwen1.5-MoE (E = 60,
  * k = 4) 6.11 / 6.32, 6.24 / 7.65, 6.51 / 8.91. So E from 60 too, where timed: 512 <= T <= 2048 below E = 128. (Those
- * two presets do not renormalize: gx's weights there were 1 - 2 ulp from the gate kernel's warp-per-row form; the
- * rule below keeps such rows off gx unless the gate kernel's rows have gx's 16 lanes.)
+ * two presets do not renormalize: gx's weights there were 1 - 2 ulp from the gate kernel's warp-per-row form; until
+ * v44 the rule kept such rows off gx unless the gate kernel's rows had gx's 16 lanes.)
  * v45 (session 39, lab call 115's edges, H100, gx forced / auto): GPT-OSS-120B T = 288 5.86 / 6.50; OLMoE 384 6.11 /
  * 6.71, 4096 8.37 / 8.66; Qwen1.5-MoE 384 6.08 / 6.29, 4096 7.85 / 12.06 (taken once v44 made rows without renormalize
  * keep the gate kernel's words in every form).
@@ -91,22 +91,18 @@
 /* The automatic rule: on since lab call 63 and results run 35 (session 25) ran test_cuda and the
  * sanitizers with it (session 24 had checked only the lab form); 0 leaves gx to the knob (gx = 1). */
 #define MR_GX_AUTO 1
-/* ... and only where route's weights keep the gate kernel's bits (test_cuda: route's top-k equal the gate's, fused
- * against unfused): with renormalize the softmax denominator cancels (design.md 14), so every row form gives the same
- * words; without it, before v44, the denominator's summation order followed the lanes per row, so gx (16 lanes) only
- * where the gate kernel's rows are 16 lanes too (gate.cu mr_gate_seg_lpr: k <= 4 from T = 1024, k > 4 from 2048, 8
- * lanes from 4096). Results run 66 (session 38) failed Qwen1.5-MoE's T = 512 (no renormalize, k = 4) by 1 ulp in 658
- * of 3840 weights under v43b's rule without this; the same held, untested, for such rows at gx's T = 1024 - 4096
- * since session 25. v44 (gate.cuh MR_SOFTMAX_SUM_CANON, the default since session 39) sums it in one order in every
- * form, so the condition holds for every row; it still guards a build with -DMR_SOFTMAX_SUM_CANON=0. */
+/* Route's weights by gx are the gate kernel's words (test_cuda: route's top-k equal the gate's, fused against unfused)
+ * for every row: with renormalize the softmax denominator cancels (design.md 14); without it, every row form sums it
+ * in one order since v44 (gate.cuh). Before v44 the order followed the lanes per row, so gx took such rows only where
+ * the gate kernel's rows had its 16 lanes (session 38, 3f6169f): results run 66 had failed Qwen1.5-MoE's T = 512 (no
+ * renormalize, k = 4) by 1 ulp in 658 of 3840 weights under v43b's rule without that condition. */
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens, E = cfg->num_experts;
   const bool in_range =
       MR_GX_PAIR_RULE ? E >= MR_GX_MIN_E && T >= MR_GX_MIN_T && !mr_cuda_decode_sort_fits(cfg)
                       : E >= MR_GX_V45_MIN_E && T * cfg->top_k >= MR_GX_V45_MIN_TK &&
                             T >= (E >= MR_GX_V45_FULL_E ? MR_GX_MIN_T : MR_GX_V45_SMALL_E_MIN_T);
-  return MR_GX_AUTO && in_range && T <= MR_GX_MAX_T &&
-         (MR_SOFTMAX_SUM_CANON || cfg->renormalize || mr_cuda_gate_seg_lpr_packed(cfg) == MR_GX_LPR);
+  return MR_GX_AUTO && in_range && T <= MR_GX_MAX_T;
 }
 
 /* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row

@@ -2031,7 +2031,7 @@ static void group_thresholds(void) {
       {"gpt-oss-20b", 4096, 1, 0},
       {"mixtral", 1023, 1, 0},       /* (E = 8 < 16: not gx under either rule) */
       /* rows without renormalize: route by gx against the gate kernel's rows of 32, 16 and 8 lanes per row (the
-         denominator's order: v44, gate.cuh MR_SOFTMAX_SUM_CANON; before it, gx took such rows only where the gate's
+         denominator's order: v44, gate.cuh MR_SUM_OFF and mr_gate_packed_seg; before it, gx took such rows only where the gate's
          rows had its 16 lanes, and route's weights differed from the gate's by 1 ulp otherwise, session 38) */
       {"ds-softmax-raw", 255, 1, 0},  /* (gx from 256: the gate kernel a warp per row) */
       {"ds-softmax-raw", 1023, 1, 0}, /* (gx on both sides; the gate kernel a warp per row) */
