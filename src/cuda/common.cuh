@@ -423,9 +423,9 @@ typedef struct mr_cuda_tuning {
                             the clear's stores), < 0 = each pauses (polling every -ns ns) while its CTA's routing
                             waits at a grid barrier. Outputs are the same either way */
   int gx;                /* route in one cooperative launch over the grid (gx.cu, v22): 0 = auto (PACKED rows,
-                            128 <= E <= 256, k <= 8, no moe_buf, 256 <= T <= 4096 with T*k >= 1280 (v43; from
-                            T = 1024 before), 60 <= E < 128 at 512 <= T <= 2048 (v43b); gx.cu's MR_GX_AUTO, on
-                            since results run 35), 1 = wherever it fits (E <= 256, T <= 32 rows
+                            60 <= E <= 256, k <= 8, no moe_buf, 256 <= T <= 4096 with T*k >= 1152, from T = 384
+                            for E < 128 (v45; gx.cu mr_gx_auto, with v45b's lab form MR_GX_PAIR_RULE); gx.cu's
+                            MR_GX_AUTO, on since results run 35), 1 = wherever it fits (E <= 256, T <= 32 rows
                             per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
   int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
                             and route's sort after the gate kernel, without a moe_buf: 0 = auto (gx.cu
