@@ -558,12 +558,15 @@ static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t 
  * in one graph, median of 9 replays; the mask off). gx's forms where gx fits (16-bit softmax without bias or
  * groups, E <= 256, k <= 8, T <= 32 rows per CTA); elsewhere they are auto's path again. */
 /* (Lab call 83 also timed gx by columns, v30's knob gx_xchg, since removed: perf-log v30.) */
-enum { NBR = 6, NBS = 3 };
-static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg"};
+/* gx-bar (session 40): gx forced with the grid barrier (knob gx_flag = -1), against "gx" (gx_flag = 0: the build's
+ * default, MR_GX_FLAG; lab call 121 builds with -DMR_GX_FLAG=1, so "gx" and "auto" are v46's flagged rows there). */
+enum { NBR = 7, NBS = 3 };
+static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg", "gx-bar"};
 static const char* bs_name[NBS] = {"auto", "gxs", "before"};
 static void br_form(int f) {
-  static const int gx[NBR] = {0, 1, 1, -1, -1, -1}, gxs[NBR] = {0, 0, 0, -1, 1, -1}, st[NBR] = {0, -1, 1, 0, 0, 0},
-                   l1[NBR] = {0, 0, 0, 0, 0, 1};
+  static const int gx[NBR] = {0, 1, 1, -1, -1, -1, 1}, gxs[NBR] = {0, 0, 0, -1, 1, -1, 0},
+                   st[NBR] = {0, -1, 1, 0, 0, 0, 0}, l1[NBR] = {0, 0, 0, 0, 0, 1, 0}, fl[NBR] = {0, 0, 0, 0, 0, 0, -1};
+  mr_cuda_tune.gx_flag = fl[f];
   mr_cuda_tune.gx = gx[f];
   mr_cuda_tune.gxs = gxs[f];
   mr_cuda_tune.gx_stagger = st[f];
@@ -575,6 +578,7 @@ static void bs_form(int f) {
   mr_cuda_tune.gx = 0;
   mr_cuda_tune.gxs = gxs[f];
   mr_cuda_tune.gx_stagger = 0;
+  mr_cuda_tune.gx_flag = 0;
   mr_cuda_tune.ctm = 0;
   mr_cuda_tune.large_seg = 0;
 }

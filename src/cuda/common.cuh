@@ -447,6 +447,10 @@ typedef struct mr_cuda_tuning {
   int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
                             red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */
+  int gx_flag;           /* v46 (session 40): gx's count rows with a flag in every byte (0x80 | count) over a matrix the
+                            zeroing launch clears, read back by polling the rows themselves: no grid barrier in gx
+                            (gxs keeps its own): 0 = the default (gx.cu MR_GX_FLAG), 1 = on, -1 = off. The same
+                            bits either way */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
                             of the zeroing launch between them: 0 = the default

@@ -118,6 +118,17 @@ static int mr_gx_auto(const mr_config* cfg) {
 #ifndef MR_GX_LEAN_BAR
 #define MR_GX_LEAN_BAR 1
 #endif
+/* knob gx_flag (v46, session 40): gx's count rows published with a flag in every byte (0x80 | count; a count is <= 32)
+ * over a matrix the zeroing launch clears, and read back by polling the rows themselves (relaxed gpu-scope loads;
+ * each 32-bit word is single-copy atomic and carries its own four flags), in place of the grid barrier: a CTA
+ * needs nothing of the others but their rows, so the barrier's arrival, its spin on the word and the loads after
+ * it (three dependent L2 round trips) become the loads alone, each repeated until its row has landed. The zeroing
+ * launch (one CTA, 256 threads) clears G x Ep bytes (<= 36 KB) under the gating; a CTA waits for its completion
+ * (griddepcontrol.wait) before it stores its row and reads any. Lab form, OFF (0) until a device has timed and
+ * tested it (dev/lab_run121.sh). The same bits either way. */
+#ifndef MR_GX_FLAG
+#define MR_GX_FLAG 0
+#endif
 static uint32_t mr_gx_stagger(void) {
   return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
@@ -187,8 +198,10 @@ __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t targe
   __syncthreads();
 }
 
-__global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail) {
+__global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail, uint4* mat, uint32_t units) {
   mr_pdl_wait(); /* the previous call on the stream may still read it */
+  /* v46: gx's flagged count matrix (units of 16 bytes; 0 for every other form) */
+  for (uint32_t u = threadIdx.x; u < units; u += blockDim.x) mat[u] = make_uint4(0u, 0u, 0u, 0u);
   if (threadIdx.x == 0) {
     *bar = 0u;
     if (tail) { /* the clear after gx / gxs takes its pieces from this counter: zero, and at L2 before the
@@ -199,8 +212,8 @@ __global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail) {
   }
   /* every lane's trigger after thread 0's zeroes and fence: the trigger of any thread may count for the CTA (session
    * 36's review: lanes 1 - 31 could otherwise trigger before the zero of the clear's counter, which the clear reads
-   * without waiting) */
-  __syncwarp();
+   * without waiting); the CTA's, since v46 gives it up to 8 warps */
+  __syncthreads();
   mr_pdl_launch_dependents();
 }
 
@@ -216,7 +229,33 @@ __host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, ui
          (size_t)(MR_GX_THREADS / (Ep / 16u)) * (Ep + Ep / 16u) * 4u;
 }
 
-template <int DT, int EPL, int L, bool LEAN>
+/* The exchange's form BAR: MR_GX_BAR_FULL / MR_GX_BAR_LEAN, the grid barrier with or without its full fences (knob
+ * gx_lean_bar); MR_GX_BAR_FLAG, v46's flagged rows without a barrier (knob gx_flag). */
+#define MR_GX_BAR_FULL 0
+#define MR_GX_BAR_LEAN 1
+#define MR_GX_BAR_FLAG 2
+/* v46's row accesses: relaxed at gpu scope (strong, so the poll is not a data race; L1 is not used) */
+__device__ __forceinline__ void mr_st_relaxed_v4(uint4* p, uint4 v) {
+  asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ uint4 mr_ld_relaxed_v4(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ bool mr_gx_row_landed(uint4 v) {
+  return ((v.x & v.y & v.z & v.w) & 0x80808080u) == 0x80808080u;
+}
+__device__ __forceinline__ uint4 mr_gx_row_counts(uint4 v) {
+  return make_uint4(v.x & 0x7f7f7f7fu, v.y & 0x7f7f7f7fu, v.z & 0x7f7f7f7fu, v.w & 0x7f7f7f7fu);
+}
+
+template <int DT, int EPL, int L, int BAR>
 __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     mr_gx_route_kernel(const __grid_constant__ mr_gate_p p, const __grid_constant__ mr_sort_out o,
                        const __grid_constant__ mr_gx_k a) {
@@ -266,12 +305,19 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
 
   /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
    * landed before any arrival counts: its completion first, long past by now) */
-  for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = e < E ? (unsigned char)__popc(tm[e]) : 0u;
+  constexpr unsigned char FL = BAR == MR_GX_BAR_FLAG ? 0x80u : 0u; /* v46: every byte of a row carries its flag */
+  for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = (e < E ? (unsigned char)__popc(tm[e]) : 0u) | FL;
   __syncthreads();
-  for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
-    ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
-  __syncthreads();
-  mr_gx_grid_barrier<LEAN>(a.bar, G);
+  if constexpr (BAR == MR_GX_BAR_FLAG) {
+    mr_pdl_wait(); /* the zeroing launch's clear of the matrix has completed (every thread: each then reads rows) */
+    for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
+      mr_st_relaxed_v4((uint4*)(a.cnt + (size_t)c * Ep) + q, ((const uint4*)cb)[q]);
+  } else {
+    for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
+      ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
+    __syncthreads();
+    mr_gx_grid_barrier<BAR == MR_GX_BAR_LEAN>(a.bar, G);
+  }
 
   /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
    * (16 experts) over rows rg + NRG i in 16-bit lanes (<= 9 x 32 per lane), then per expert over the
@@ -284,7 +330,21 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
 #pragma unroll
     for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
       const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
-      x[i] = r < G && rg < nrg ? __ldcg((const uint4*)(a.cnt + (size_t)rr * Ep) + col) : make_uint4(0u, 0u, 0u, 0u);
+      const uint4* src = (const uint4*)(a.cnt + (size_t)rr * Ep) + col;
+      if constexpr (BAR == MR_GX_BAR_FLAG)
+        x[i] = r < G && rg < nrg ? mr_ld_relaxed_v4(src) : make_uint4(0u, 0u, 0u, 0u);
+      else
+        x[i] = r < G && rg < nrg ? __ldcg(src) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    if constexpr (BAR == MR_GX_BAR_FLAG) { /* every load above in flight; now each until its row has landed */
+#pragma unroll
+      for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+        const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
+        if (r < G && rg < nrg) {
+          while (!mr_gx_row_landed(x[i])) x[i] = mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)rr * Ep) + col);
+          x[i] = mr_gx_row_counts(x[i]);
+        }
+      }
     }
     uint32_t te[4] = {0u, 0u, 0u, 0u}, to[4] = {0u, 0u, 0u, 0u}, be[4] = {0u, 0u, 0u, 0u}, bo[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
@@ -406,19 +466,20 @@ extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
  * the clear's counter; with MR_GX_ZEROED no zeroing launch runs and nothing is written). */
 template <typename KF, typename... Args>
 static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, size_t smem, uint32_t* bar,
-                                     uint32_t flags, cudaStream_t stream, Args... args) {
+                                     uint32_t flags, uint4* mat, uint32_t mat_units, cudaStream_t stream,
+                                     Args... args) {
   const uint32_t tail = (flags & MR_GX_TAIL) != 0u;
   const bool pdl = mr_cuda_pdl_on() != 0;
   cudaLaunchAttribute za;
   memset(&za, 0, sizeof za);
   za.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   za.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t zc = mr_launch_config(1, 32, 0, stream);
+  cudaLaunchConfig_t zc = mr_launch_config(1, mat_units != 0u ? 256 : 32, 0, stream); /* v46: a matrix to clear */
   if (pdl) {
     zc.attrs = &za;
     zc.numAttrs = 1;
   }
-  if (!(flags & MR_GX_ZEROED)) MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar, tail));
+  if (!(flags & MR_GX_ZEROED)) MR_TRY(cudaLaunchKernelEx(&zc, mr_gx_zero_kernel, bar, tail, mat, mat_units));
   cudaLaunchConfig_t lc = mr_launch_config(G, threads, smem, stream);
   cudaLaunchAttribute at[2];
   memset(at, 0, sizeof at);
@@ -542,9 +603,15 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
-  return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, true> : mr_gx_route_kernel<DT, EPL, L, false>, g->G,
-                           MR_GX_THREADS, mr_gx_smem(g->E, g->R, g->k), g->bar, g->tail ? MR_GX_TAIL : 0u,
-                           stream, *p, *o, *g);
+  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG) != 0;
+  const uint32_t flags = g->tail ? MR_GX_TAIL : 0u;
+  const size_t smem = mr_gx_smem(g->E, g->R, g->k);
+  if (flag)
+    return mr_gx_coop_launch(mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>, g->G, MR_GX_THREADS, smem, g->bar, flags,
+                             (uint4*)g->cnt, g->G * g->Ep / 16u, stream, *p, *o, *g);
+  return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN>
+                                : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FULL>,
+                           g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)nullptr, 0u, stream, *p, *o, *g);
 }
 
 /* Route by gx (mr_cuda_gx_takes said so; workspace >= mr_cuda_gx_workspace, 16-byte aligned):
@@ -1048,5 +1115,5 @@ extern "C" cudaError_t mr_cuda_launch_gxs_sort(const mr_config* cfg, const mr_so
   g.zeroed = (flags & MR_GX_ZEROED) != 0;
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0; /* v24b: each form its own instantiation */
   return mr_gx_coop_launch(lean ? mr_gxs_sort_kernel<true> : mr_gxs_sort_kernel<false>, g.G, MR_GXS_THREADS, smem,
-                           g.bar, (uint32_t)flags, stream, topk_ids, topk_weights, *o, g);
+                           g.bar, (uint32_t)flags, (uint4*)nullptr, 0u, stream, topk_ids, topk_weights, *o, g);
 }
