@@ -797,6 +797,8 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds (session 29) */
     if (!strcmp(argv[i], "--gatewide")) tail = 5; /* the fp32-key gate kernel at large T, wide forced (session 29) */
     if (!strcmp(argv[i], "--gatefilt")) tail = 6; /* the fp32-key gate kernel's filter against the merge (session 30) */
+    if (!strcmp(argv[i], "--gx-flag") && i + 1 < argc) /* session 40: knob gx_flag for the run (--bounds sets its own) */
+      mr_cuda_tune.gx_flag = atoi(argv[++i]);
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
       nts = 0;
       for (char* q = strtok(argv[++i], ","); q && nts < 24; q = strtok(NULL, ",")) ts[nts++] = atoi(q);

@@ -26,6 +26,9 @@ if [ -x $B/gxs_lab ]; then
   timeout 20 $B/gxs_lab --bounds --models qwen1.5-moe --ts 264,288 2>&1
   timeout 15 $B/gxs_lab --bounds --models gpt-oss-120b --ts 257 2>&1
 else tail -5 $OUT/gxs_build.log; fi
+echo "== route + buf at gx's T, v46 then the barrier (gxs_lab --tail) at $SECONDS s"
+timeout 30 $B/gxs_lab --tail --no-check --models deepseek-r1-softmax,gpt-oss-120b --ts 1024,4096 2>&1
+timeout 30 $B/gxs_lab --tail --no-check --gx-flag -1 --models deepseek-r1-softmax,gpt-oss-120b --ts 1024,4096 2>&1
 echo "== test_cuda --no-pdl --group thresholds at $SECONDS s"; timeout 90 $T --no-pdl --group thresholds > $OUT/nopdl.log 2>&1; echo "rc=$?"; grep -E "FAIL" $OUT/nopdl.log | head -5; tail -1 $OUT/nopdl.log
 if [ $SECONDS -lt 480 ]; then
   echo "== memcheck of gx's forms at $SECONDS s"
