@@ -423,8 +423,8 @@ typedef struct mr_cuda_tuning {
                             the clear's stores), < 0 = each pauses (polling every -ns ns) while its CTA's routing
                             waits at a grid barrier. Outputs are the same either way */
   int gx;                /* route in one cooperative launch over the grid (gx.cu, v22): 0 = auto (PACKED rows,
-                            60 <= E <= 256, k <= 8, no moe_buf, 256 <= T <= 4096 with T*k >= 1152, from T = 384
-                            for E < 128 (v45; gx.cu mr_gx_auto, with v45b's lab form MR_GX_PAIR_RULE); gx.cu's
+                            16 <= E <= 256, k <= 8, no moe_buf, 256 <= T <= 4096 wherever no one-launch decode
+                            sort fits (v45b, session 40; gx.cu mr_gx_auto); gx.cu's
                             MR_GX_AUTO, on since results run 35), 1 = wherever it fits (E <= 256, T <= 32 rows
                             per CTA of at most one CTA per SM and 144 CTAs), -1 = never */
   int gxs;               /* the sort in one cooperative launch over the grid (gx.cu, v23): the sort entry point
@@ -449,8 +449,8 @@ typedef struct mr_cuda_tuning {
                             1 = on, -1 = off. The same bits either way */
   int gx_flag;           /* v46 (session 40): gx's count rows with a flag in every byte (0x80 | count) over a matrix the
                             zeroing launch clears, read back by polling the rows themselves: no grid barrier in gx
-                            (gxs keeps its own): 0 = the default (gx.cu MR_GX_FLAG), 1 = on, -1 = off. The same
-                            bits either way */
+                            (gxs keeps its own): 0 = the default (gx.cu MR_GX_FLAG: on where gx has at most
+                            MR_GX_FLAG_MAX_G = 32 CTAs), 1 = on at any G, -1 = off. The same bits either way */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
                             of the zeroing launch between them: 0 = the default

@@ -6,10 +6,9 @@
  * Paths (docs/design.md 17-38; the measurements in docs/perf-log.md v5-v24):
  *
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
- *          or groups), 60 <= E <= 256, k <= 8, no     cooperative launch over the grid
- *          moe_buf, 256 <= T <= 4096, T*k >= 1152     (gx.cu, design 37)
- *          (E < 128: from T = 384) (v45b, a lab form:
- *          16 <= E wherever the pair does not fit)
+ *          or groups), 16 <= E <= 256, k <= 8, no     cooperative launch over the grid
+ *          moe_buf, 256 <= T <= 4096 wherever the     (gx.cu, design 37; flagged rows
+ *          pair does not fit (v45b)                   without its barrier at G <= 32, v46)
  *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
  *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
  *          kernel segments 65536 where E > 128, else    the gate kernel zeroes gxs's word,

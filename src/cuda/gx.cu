@@ -5,9 +5,9 @@
  * Lab calls 57 - 60 built and measured gx as dev/gx_lab.cu (TR form, segment rows).
  *
  * Where: route without moe_buf, 16-bit softmax rows without bias or groups (the PACKED kind),
- * 60 <= E <= 256, k <= 8, 256 <= T <= 4096 with T*k >= 1152, from T = 384 for E < 128 (v45; 1024 <= T before v43);
- * v45b's lab form (MR_GX_PAIR_RULE, off): 16 <= E, wherever no one-launch decode sort fits, i.e. where route is not
- * the pair (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
+ * 16 <= E <= 256, k <= 8, 256 <= T <= 4096 wherever no one-launch decode sort fits, i.e. where route is not the pair
+ * (v45b, on since session 40; v45 before it: 60 <= E, T*k >= 1152, from T = 384 for E < 128; 1024 <= T before v43)
+ * (mr_cuda_gx_takes; knob gx: 1 takes every E <= 256
  * and every T up to 32 rows per CTA). The automatic rule is on since lab call 63 / results run 35
  * (session 25: test_cuda and the sanitizers with it; route DeepSeek-R1 softmax T = 1024 / 2048 9.15 /
  * 12.05 -> 7.29 / 7.84 us on the H100 against run 34). Before it, route there was the
@@ -24,7 +24,8 @@
  *      goes to shared memory (expert, weight bits), to the top-k outputs where asked, and sets bit
  *      tl of its expert's token mask tm[e] (a shared atomicOr: order-free, so deterministic).
  *   B. the CTA's count of every expert (popc(tm[e]) <= 32: one byte) as row c of the [G][Ep] byte
- *      matrix in the workspace (Ep / 16 vector stores), then ONE grid barrier.
+ *      matrix in the workspace (Ep / 16 vector stores), then ONE grid barrier. v46 (G <= 32, below): no barrier;
+ *      every byte carries a flag, the zeroing launch clears the matrix first, and C polls the rows themselves.
  *   C. every CTA reads the whole matrix (thread (row group, column): its rows of one 16-byte column,
  *      every load in flight, summed in 16-bit lanes, reduced in shared memory without bank
  *      conflicts) into each expert's total and the count of the CTAs before it; the padded scan over
@@ -78,16 +79,12 @@
 #define MR_GX_MIN_T 256
 #define MR_GX_MAX_T 4096
 #define MR_GX_MIN_E 16
-/* v45b's rule is a lab form, OFF (0) until a device has run the suite with it (lab call 119, dev/lab_run119.sh, builds
- * with -DMR_GX_PAIR_RULE=1; written, not run: session 39's device time went to failed starts). The default is v45's
- * rule, which results run 67 tested: 60 <= E, T*k >= 1152, T >= 256 (E >= 128) or 384 (E < 128), T <= 4096. */
-#ifndef MR_GX_PAIR_RULE
-#define MR_GX_PAIR_RULE 0
-#endif
-#define MR_GX_V45_MIN_E 60
-#define MR_GX_V45_MIN_TK 1152
-#define MR_GX_V45_FULL_E 128
-#define MR_GX_V45_SMALL_E_MIN_T 384
+/* v45b is the rule since session 40: lab call 121 (H100, `dev/runs/run121/`) ran test_cuda with it (4663 cases and
+ * --no-pdl's thresholds group, 354, 0 failures) and timed its new edges (gx / before): DBRX 257 5.99 / 6.15, 512 5.99 /
+ * 6.25, 2048 6.71 / 7.43, 4096 8.58 / 9.38; GPT-OSS-20B 257 5.56 / 6.33, 512 5.99 / 6.45, 2048 7.00 / 7.90, 4096 8.36 /
+ * 10.61; Qwen1.5-MoE 264 5.68 / 6.30, 288 5.40 / 6.32; GPT-OSS-120B 257 5.36 / 6.56 (gx there with v46's flagged rows,
+ * G <= 32; by the barrier DBRX 257 / 512 was slower, 6.55 against 6.15 / 6.25). v45's rule before it (results run 67):
+ * 60 <= E, T*k >= 1152, T >= 256 (E >= 128) or 384 (E < 128), T <= 4096. */
 /* The automatic rule: on since lab call 63 and results run 35 (session 25) ran test_cuda and the
  * sanitizers with it (session 24 had checked only the lab form); 0 leaves gx to the knob (gx = 1). */
 #define MR_GX_AUTO 1
@@ -98,11 +95,7 @@
  * renormalize, k = 4) by 1 ulp in 658 of 3840 weights under v43b's rule without that condition. */
 static int mr_gx_auto(const mr_config* cfg) {
   const int64_t T = cfg->num_tokens, E = cfg->num_experts;
-  const bool in_range =
-      MR_GX_PAIR_RULE ? E >= MR_GX_MIN_E && T >= MR_GX_MIN_T && !mr_cuda_decode_sort_fits(cfg)
-                      : E >= MR_GX_V45_MIN_E && T * cfg->top_k >= MR_GX_V45_MIN_TK &&
-                            T >= (E >= MR_GX_V45_FULL_E ? MR_GX_MIN_T : MR_GX_V45_SMALL_E_MIN_T);
-  return MR_GX_AUTO && in_range && T <= MR_GX_MAX_T;
+  return MR_GX_AUTO && E >= MR_GX_MIN_E && T >= MR_GX_MIN_T && T <= MR_GX_MAX_T && !mr_cuda_decode_sort_fits(cfg);
 }
 
 /* knob gx_stagger: whether gx's and gxs's read-back of the count matrix starts at the CTA's own row
@@ -124,11 +117,21 @@ static int mr_gx_auto(const mr_config* cfg) {
  * needs nothing of the others but their rows, so the barrier's arrival, its spin on the word and the loads after
  * it (three dependent L2 round trips) become the loads alone, each repeated until its row has landed. The zeroing
  * launch (one CTA, 256 threads) clears G x Ep bytes (<= 36 KB) under the gating; a CTA waits for its completion
- * (griddepcontrol.wait) before it stores its row and reads any. Lab form, OFF (0) until a device has timed and
- * tested it (dev/lab_run121.sh). The same bits either way. */
+ * (griddepcontrol.wait) before it stores its row and reads any. The same bits either way.
+ * Lab call 121 (session 40, H100, `dev/runs/run121/`, gxs_lab --bounds, kernel metric, flagged / barrier, us): faster
+ * at G <= 32 CTAs, slower at G = 128 (every CTA's threads poll every row: G x G row polls on a few hot L2 lines, the
+ * late CTAs' own row stores among them):
+ *   G = 16 - 18 (T = 256 - 288): DeepSeek-R1 softmax 6.37 / 6.99, GPT-OSS-120B 5.47 / 5.78 (257: 5.36 / 5.86), DBRX
+ *     5.99 / 6.55, GPT-OSS-20B 5.56 / 6.08, Qwen1.5-MoE 264 / 288 5.68 / 6.10, 5.40 / 6.12;
+ *   G = 32 (T = 512): DBRX 5.99 / 6.55, GPT-OSS-20B 5.99 / 6.10;
+ *   G = 64 (T = 1024): DeepSeek-R1 softmax 6.64 / 6.94, GPT-OSS-120B 6.75 / 6.15 (mixed);
+ *   G = 128 (T = 2048, 4096): DBRX 6.71 / 6.76, 8.58 / 7.90; GPT-OSS-20B 7.00 / 6.48, 8.36 / 7.55; DeepSeek-R1 softmax
+ *     4096 10.00 / 9.91; GPT-OSS-120B 4096 8.37 / 7.93.
+ * So on (MR_GX_FLAG 1) up to MR_GX_FLAG_MAX_G CTAs; the knob's 1 forces it at any G (lab). */
 #ifndef MR_GX_FLAG
-#define MR_GX_FLAG 0
+#define MR_GX_FLAG 1
 #endif
+#define MR_GX_FLAG_MAX_G 32
 static uint32_t mr_gx_stagger(void) {
   return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
@@ -603,7 +606,7 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
-  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG) != 0;
+  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG && g->G <= MR_GX_FLAG_MAX_G) != 0;
   const uint32_t flags = g->tail ? MR_GX_TAIL : 0u;
   const size_t smem = mr_gx_smem(g->E, g->R, g->k);
   if (flag)
