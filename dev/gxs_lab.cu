@@ -560,12 +560,14 @@ static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t 
 /* (Lab call 83 also timed gx by columns, v30's knob gx_xchg, since removed: perf-log v30.) */
 /* gx-bar (session 40): gx forced with the grid barrier (knob gx_flag = -1), against "gx" (gx_flag = 0: the build's
  * default, MR_GX_FLAG; lab call 121 builds with -DMR_GX_FLAG=1, so "gx" and "auto" are v46's flagged rows there). */
-enum { NBR = 7, NBS = 3 };
-static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg", "gx-bar"};
+/* gx-flag / gx-sent (session 40, lab call 122): gx forced with v46 (gx_flag = 1) / v46b (2) at any G. */
+enum { NBR = 9, NBS = 3 };
+static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg", "gx-bar", "gx-flag", "gx-sent"};
 static const char* bs_name[NBS] = {"auto", "gxs", "before"};
 static void br_form(int f) {
-  static const int gx[NBR] = {0, 1, 1, -1, -1, -1, 1}, gxs[NBR] = {0, 0, 0, -1, 1, -1, 0},
-                   st[NBR] = {0, -1, 1, 0, 0, 0, 0}, l1[NBR] = {0, 0, 0, 0, 0, 1, 0}, fl[NBR] = {0, 0, 0, 0, 0, 0, -1};
+  static const int gx[NBR] = {0, 1, 1, -1, -1, -1, 1, 1, 1}, gxs[NBR] = {0, 0, 0, -1, 1, -1, 0, 0, 0},
+                   st[NBR] = {0, -1, 1, 0, 0, 0, 0, 0, 0}, l1[NBR] = {0, 0, 0, 0, 0, 1, 0, 0, 0},
+                   fl[NBR] = {0, 0, 0, 0, 0, 0, -1, 1, 2};
   mr_cuda_tune.gx_flag = fl[f];
   mr_cuda_tune.gx = gx[f];
   mr_cuda_tune.gxs = gxs[f];

@@ -450,7 +450,9 @@ typedef struct mr_cuda_tuning {
   int gx_flag;           /* v46 (session 40): gx's count rows with a flag in every byte (0x80 | count) over a matrix the
                             zeroing launch clears, read back by polling the rows themselves: no grid barrier in gx
                             (gxs keeps its own): 0 = the default (gx.cu MR_GX_FLAG: on where gx has at most
-                            MR_GX_FLAG_MAX_G = 32 CTAs), 1 = on at any G, -1 = off. The same bits either way */
+                            MR_GX_FLAG_MAX_G = 32 CTAs), 1 = on at any G, 2 = v46b at any G (lab: the rows polled
+                            first by one thread per row group on their first 16 bytes), -1 = off. The same bits
+                            either way */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
                             of the zeroing launch between them: 0 = the default

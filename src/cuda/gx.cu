@@ -132,6 +132,11 @@ static int mr_gx_auto(const mr_config* cfg) {
 #define MR_GX_FLAG 1
 #endif
 #define MR_GX_FLAG_MAX_G 32
+/* v46b (lab call 122): the sentinel poll (MR_GX_BAR_SENT) from this many CTAs (the default's 1 << 30: never; the lab
+ * builds with -DMR_GX_SENT_MIN_G=33 to run the suite with it above v46's range) */
+#ifndef MR_GX_SENT_MIN_G
+#define MR_GX_SENT_MIN_G (1u << 30)
+#endif
 static uint32_t mr_gx_stagger(void) {
   return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
@@ -237,6 +242,9 @@ __host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, ui
 #define MR_GX_BAR_FULL 0
 #define MR_GX_BAR_LEAN 1
 #define MR_GX_BAR_FLAG 2
+#define MR_GX_BAR_SENT 3 /* v46b (lab, knob gx_flag = 2): v46's rows, polled first by one thread per row group on the
+                            row's first 16 bytes only (nrg threads per CTA instead of 256), then a __syncthreads,
+                            then v46's loads, whose repeats are then rare */
 /* v46's row accesses: relaxed at gpu scope (strong, so the poll is not a data race; L1 is not used) */
 __device__ __forceinline__ void mr_st_relaxed_v4(uint4* p, uint4 v) {
   asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
@@ -308,10 +316,11 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
 
   /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
    * landed before any arrival counts: its completion first, long past by now) */
-  constexpr unsigned char FL = BAR == MR_GX_BAR_FLAG ? 0x80u : 0u; /* v46: every byte of a row carries its flag */
+  constexpr bool FLAGGED = BAR == MR_GX_BAR_FLAG || BAR == MR_GX_BAR_SENT;
+  constexpr unsigned char FL = FLAGGED ? 0x80u : 0u; /* v46: every byte of a row carries its flag */
   for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = (e < E ? (unsigned char)__popc(tm[e]) : 0u) | FL;
   __syncthreads();
-  if constexpr (BAR == MR_GX_BAR_FLAG) {
+  if constexpr (FLAGGED) {
     mr_pdl_wait(); /* the zeroing launch's clear of the matrix has completed (every thread: each then reads rows) */
     for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
       mr_st_relaxed_v4((uint4*)(a.cnt + (size_t)c * Ep) + q, ((const uint4*)cb)[q]);
@@ -330,16 +339,31 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   {
     uint4 x[MR_GX_MAXJ];
     const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
+    if constexpr (BAR == MR_GX_BAR_SENT) { /* v46b: the row group's first thread polls its rows' first 16 bytes */
+      if (col == 0u && rg < nrg) {
+#pragma unroll
+        for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+          const uint32_t r = rg + nrg * i;
+          x[i] = r < G ? mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)r * Ep)) : make_uint4(~0u, ~0u, ~0u, ~0u);
+        }
+#pragma unroll
+        for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+          const uint32_t r = rg + nrg * i;
+          while (!mr_gx_row_landed(x[i])) x[i] = mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)r * Ep));
+        }
+      }
+      __syncthreads();
+    }
 #pragma unroll
     for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
       const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
       const uint4* src = (const uint4*)(a.cnt + (size_t)rr * Ep) + col;
-      if constexpr (BAR == MR_GX_BAR_FLAG)
+      if constexpr (FLAGGED)
         x[i] = r < G && rg < nrg ? mr_ld_relaxed_v4(src) : make_uint4(0u, 0u, 0u, 0u);
       else
         x[i] = r < G && rg < nrg ? __ldcg(src) : make_uint4(0u, 0u, 0u, 0u);
     }
-    if constexpr (BAR == MR_GX_BAR_FLAG) { /* every load above in flight; now each until its row has landed */
+    if constexpr (FLAGGED) { /* every load above in flight; now each until its row has landed */
 #pragma unroll
       for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
         const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
@@ -606,12 +630,16 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
-  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG && g->G <= MR_GX_FLAG_MAX_G) != 0;
+  const bool sent_auto = g->G >= MR_GX_SENT_MIN_G;
+  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG && (g->G <= MR_GX_FLAG_MAX_G || sent_auto)) != 0;
   const uint32_t flags = g->tail ? MR_GX_TAIL : 0u;
   const size_t smem = mr_gx_smem(g->E, g->R, g->k);
   if (flag)
-    return mr_gx_coop_launch(mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>, g->G, MR_GX_THREADS, smem, g->bar, flags,
-                             (uint4*)g->cnt, g->G * g->Ep / 16u, stream, *p, *o, *g);
+    return mr_gx_coop_launch(mr_cuda_tune.gx_flag == 2 || (mr_cuda_tune.gx_flag == 0 && sent_auto)
+                                 ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_SENT>
+                                                       : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>,
+                             g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)g->cnt, g->G * g->Ep / 16u, stream, *p,
+                             *o, *g);
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN>
                                 : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FULL>,
                            g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)nullptr, 0u, stream, *p, *o, *g);
