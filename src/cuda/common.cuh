@@ -451,7 +451,8 @@ typedef struct mr_cuda_tuning {
                             zeroing launch clears, read back by polling the rows themselves: no grid barrier in gx
                             (gxs keeps its own): 0 = the default (gx.cu MR_GX_FLAG: on where gx has at most
                             MR_GX_FLAG_MAX_G = 32 CTAs), 1 = on at any G, 2 = v46b at any G (lab: the rows polled
-                            first by one thread per row group on their first 16 bytes), -1 = off. The same bits
+                            first by one thread per row group on their first 16 bytes), -1 = off (3 and above
+                            act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx. The same bits
                             either way */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place

@@ -315,7 +315,8 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   __syncthreads();
 
   /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
-   * landed before any arrival counts: its completion first, long past by now) */
+   * landed before any arrival counts: its completion first, long past by now); v46 / v46b: the row flagged, after the
+   * zeroing launch's completion, and no barrier */
   constexpr bool FLAGGED = BAR == MR_GX_BAR_FLAG || BAR == MR_GX_BAR_SENT;
   constexpr unsigned char FL = FLAGGED ? 0x80u : 0u; /* v46: every byte of a row carries its flag */
   for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = (e < E ? (unsigned char)__popc(tm[e]) : 0u) | FL;
@@ -490,7 +491,8 @@ extern "C" size_t mr_cuda_gx_workspace(const mr_config* cfg) {
 /* The zeroing launch (PDL after the previous work), then `kernel` over G CTAs as a cooperative
  * launch (PDL after the zeroing): gx's and gxs's launch. cudaErrorCooperativeLaunchTooLarge (cleared)
  * when the device refuses the cooperative launch: nothing was written but the barrier word (and, with MR_GX_TAIL,
- * the clear's counter; with MR_GX_ZEROED no zeroing launch runs and nothing is written). */
+ * the clear's counter; with mat_units != 0, v46's count matrix; with MR_GX_ZEROED no zeroing launch runs and nothing
+ * is written). */
 template <typename KF, typename... Args>
 static cudaError_t mr_gx_coop_launch(KF kernel, uint32_t G, uint32_t threads, size_t smem, uint32_t* bar,
                                      uint32_t flags, uint4* mat, uint32_t mat_units, cudaStream_t stream,
@@ -647,7 +649,7 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
 
 /* Route by gx (mr_cuda_gx_takes said so; workspace >= mr_cuda_gx_workspace, 16-byte aligned):
  * cudaErrorCooperativeLaunchTooLarge when the device refuses the launch (nothing written but the
- * barrier word): the caller routes by the other paths. */
+ * workspace: the barrier word, v46's cleared matrix): the caller routes by the other paths. */
 extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_gate_args* a, const mr_sort_out* o,
                                                int32_t* topk_ids, float* topk_weights, void* workspace,
                                                int flags, cudaStream_t stream) {
