@@ -2,7 +2,8 @@
 # Device call 123 (session 40; written, not run: the device time ran out): the results run of main (v45b, v46 at
 # G <= 32, and dev/cuda_check setting gx_flag from the shape, so its 200 cases take v46 and v46b at every G), then
 # v46b's timing in the same build (gxs_lab --bounds: auto | gx | ... | gx-bar (the barrier) | gx-flag (v46 at any G) |
-# gx-sent (v46b at any G), each form's words against auto's first; perf-log v46b), then on an H200 gxs_lab --tail
+# gx-sent (v46b at any G) | gx-r32 (32 rows per CTA: G = 32 and v46's rows at T = 1024), each form's words against
+# auto's first; perf-log v46b, v46c), then on an H200 gxs_lab --tail
 # (targets.md 0a). ~420 s on a fresh machine. Expected: test_cuda 4663, --no-pdl 2263, cuda_check 0 failures; gx-sent
 # within 0.1 us of gx-flag at G <= 32 and at or below gx-bar at G = 64 - 128.
 # If v46b wins: MR_GX_SENT_MIN_G (gx.cu) = 33, and a results run with it.

@@ -454,6 +454,9 @@ typedef struct mr_cuda_tuning {
                             first by one thread per row group on their first 16 bytes), -1 = off (3 and above
                             act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx. The same bits
                             either way */
+  int gx_rows;           /* lab (session 40): gx's rows per CTA raised to this (16 or 32; 0 = the plan's own,
+                            ceil(T / SMs) rounded up to 16): fewer CTAs, so v46's flagged rows (G <= 32) at T = 1024
+                            with 32. Never more CTAs than the plan's, so the workspace reserved for it suffices */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
                             of the zeroing launch between them: 0 = the default

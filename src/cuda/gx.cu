@@ -455,6 +455,8 @@ static int mr_gx_plan(const mr_config* cfg, uint32_t* R, uint32_t* G) {
   int64_t r = (T + sms - 1) / sms;
   r = (r + MR_GX_LPR - 1) / MR_GX_LPR * MR_GX_LPR;
   if (r > MR_GX_MAX_R) return 0;
+  const int64_t kr = mr_cuda_tune.gx_rows; /* lab knob: more rows per CTA, fewer CTAs (never more) */
+  if (kr > r && kr <= MR_GX_MAX_R && kr % MR_GX_LPR == 0) r = kr;
   *R = (uint32_t)r;
   *G = (uint32_t)((T + r - 1) / r);
   return 1;
