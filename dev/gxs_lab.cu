@@ -560,18 +560,18 @@ static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t 
 /* (Lab call 83 also timed gx by columns, v30's knob gx_xchg, since removed: perf-log v30.) */
 /* gx-bar (session 40): gx forced with the grid barrier (knob gx_flag = -1), against "gx" (gx_flag = 0: the build's
  * default, MR_GX_FLAG; lab call 121 builds with -DMR_GX_FLAG=1, so "gx" and "auto" are v46's flagged rows there). */
-/* gx-flag / gx-sent (session 40, lab call 122): gx forced with v46 (gx_flag = 1) / v46b (2) at any G. gx-r32 (session
- * 40, lab call 123): gx forced with 32 rows per CTA (knob gx_rows), so half the CTAs at T = 1024 - 2048 and v46's
- * flagged rows where that makes G <= 32 (T <= 1024). */
+/* gx-flag / gx-flag1 / gx-warp (session 41, lab call 124): gx forced with v46d (gx_flag = 1: the pending rows loaded
+ * again together), v46 as session 40 measured it (2: each row's repeats in turn) and v46e (3: warp 0 polls a piece
+ * of every row first) at any G. (Session 40's gx-sent, v46b, and gx-r32, 32 rows per CTA, measured slower in lab
+ * call 123 and were removed: perf-log v46b, v46c.) */
 enum { NBR = 10, NBS = 3 };
-static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg", "gx-bar", "gx-flag", "gx-sent", "gx-r32"};
+static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg", "gx-bar", "gx-flag", "gx-flag1", "gx-warp"};
 static const char* bs_name[NBS] = {"auto", "gxs", "before"};
 static void br_form(int f) {
   static const int gx[NBR] = {0, 1, 1, -1, -1, -1, 1, 1, 1, 1}, gxs[NBR] = {0, 0, 0, -1, 1, -1, 0, 0, 0, 0},
                    st[NBR] = {0, -1, 1, 0, 0, 0, 0, 0, 0, 0}, l1[NBR] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
-                   fl[NBR] = {0, 0, 0, 0, 0, 0, -1, 1, 2, 0}, rows[NBR] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 32};
+                   fl[NBR] = {0, 0, 0, 0, 0, 0, -1, 1, 2, 3};
   mr_cuda_tune.gx_flag = fl[f];
-  mr_cuda_tune.gx_rows = rows[f];
   mr_cuda_tune.gx = gx[f];
   mr_cuda_tune.gxs = gxs[f];
   mr_cuda_tune.gx_stagger = st[f];
@@ -584,7 +584,6 @@ static void bs_form(int f) {
   mr_cuda_tune.gxs = gxs[f];
   mr_cuda_tune.gx_stagger = 0;
   mr_cuda_tune.gx_flag = 0;
-  mr_cuda_tune.gx_rows = 0;
   mr_cuda_tune.ctm = 0;
   mr_cuda_tune.large_seg = 0;
 }

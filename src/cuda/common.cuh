@@ -450,13 +450,11 @@ typedef struct mr_cuda_tuning {
   int gx_flag;           /* v46 (session 40): gx's count rows with a flag in every byte (0x80 | count) over a matrix the
                             zeroing launch clears, read back by polling the rows themselves: no grid barrier in gx
                             (gxs keeps its own): 0 = the default (gx.cu MR_GX_FLAG: on where gx has at most
-                            MR_GX_FLAG_MAX_G = 32 CTAs), 1 = on at any G, 2 = v46b at any G (lab: the rows polled
-                            first by one thread per row group on their first 16 bytes), -1 = off (3 and above
-                            act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx. The same bits
+                            MR_GX_FLAG_MAX_G = 32 CTAs), 1 = on at any G, 2 = v46's first form at any G (lab: each
+                            row's repeated loads wait in turn; v46d, the default's, repeats the pending rows
+                            together), 3 = v46e at any G (lab: warp 0 polls a piece of every row, then the
+                            CTA loads), -1 = off (4 and above act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx. The same bits
                             either way */
-  int gx_rows;           /* lab (session 40): gx's rows per CTA raised to this (16 or 32; 0 = the plan's own,
-                            ceil(T / SMs) rounded up to 16): fewer CTAs, so v46's flagged rows (G <= 32) at T = 1024
-                            with 32. Never more CTAs than the plan's, so the workspace reserved for it suffices */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
                             of the zeroing launch between them: 0 = the default

@@ -132,11 +132,6 @@ static int mr_gx_auto(const mr_config* cfg) {
 #define MR_GX_FLAG 1
 #endif
 #define MR_GX_FLAG_MAX_G 32
-/* v46b (lab call 122): the sentinel poll (MR_GX_BAR_SENT) from this many CTAs (the default's 1 << 30: never; the lab
- * builds with -DMR_GX_SENT_MIN_G=33 to run the suite with it above v46's range) */
-#ifndef MR_GX_SENT_MIN_G
-#define MR_GX_SENT_MIN_G (1u << 30)
-#endif
 static uint32_t mr_gx_stagger(void) {
   return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
@@ -242,9 +237,10 @@ __host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, ui
 #define MR_GX_BAR_FULL 0
 #define MR_GX_BAR_LEAN 1
 #define MR_GX_BAR_FLAG 2
-#define MR_GX_BAR_SENT 3 /* v46b (lab, knob gx_flag = 2): v46's rows, polled first by one thread per row group on the
-                            row's first 16 bytes only (nrg threads per CTA instead of 256), then a __syncthreads,
-                            then v46's loads, whose repeats are then rare */
+#define MR_GX_BAR_WARP 4 /* v46e (lab, knob gx_flag = 3): warp 0 polls the first 16 bytes of every row, all in flight
+                            each round, then a __syncthreads, then v46d's loads (few threads on the hot lines) */
+#define MR_GX_BAR_FLAG1 3 /* v46 as measured in session 40 (lab, knob gx_flag = 2): each row's repeats wait in turn,
+                             so up to MR_GX_MAXJ round trips after the last row lands (v46d batches them) */
 /* v46's row accesses: relaxed at gpu scope (strong, so the poll is not a data race; L1 is not used) */
 __device__ __forceinline__ void mr_st_relaxed_v4(uint4* p, uint4 v) {
   asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
@@ -315,9 +311,9 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   __syncthreads();
 
   /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
-   * landed before any arrival counts: its completion first, long past by now); v46 / v46b: the row flagged, after the
+   * landed before any arrival counts: its completion first, long past by now); v46 / v46d / v46e: the row flagged, after the
    * zeroing launch's completion, and no barrier */
-  constexpr bool FLAGGED = BAR == MR_GX_BAR_FLAG || BAR == MR_GX_BAR_SENT;
+  constexpr bool FLAGGED = BAR == MR_GX_BAR_FLAG || BAR == MR_GX_BAR_FLAG1 || BAR == MR_GX_BAR_WARP;
   constexpr unsigned char FL = FLAGGED ? 0x80u : 0u; /* v46: every byte of a row carries its flag */
   for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = (e < E ? (unsigned char)__popc(tm[e]) : 0u) | FL;
   __syncthreads();
@@ -340,17 +336,24 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   {
     uint4 x[MR_GX_MAXJ];
     const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
-    if constexpr (BAR == MR_GX_BAR_SENT) { /* v46b: the row group's first thread polls its rows' first 16 bytes */
-      if (col == 0u && rg < nrg) {
+    if constexpr (BAR == MR_GX_BAR_WARP) { /* v46e: warp 0 waits for a piece of every row, all rows in flight */
+      if (tid < 32u) {
+        constexpr uint32_t NW = (MR_GX_MAX_G + 31u) / 32u;
+        uint4 y[NW];
 #pragma unroll
-        for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
-          const uint32_t r = rg + nrg * i;
-          x[i] = r < G ? mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)r * Ep)) : make_uint4(~0u, ~0u, ~0u, ~0u);
+        for (uint32_t j = 0; j < NW; ++j) {
+          const uint32_t r = tid + 32u * j;
+          y[j] = r < G ? mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)r * Ep)) : make_uint4(~0u, ~0u, ~0u, ~0u);
         }
+        for (;;) {
+          uint32_t pend = 0u;
 #pragma unroll
-        for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
-          const uint32_t r = rg + nrg * i;
-          while (!mr_gx_row_landed(x[i])) x[i] = mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)r * Ep));
+          for (uint32_t j = 0; j < NW; ++j)
+            if (!mr_gx_row_landed(y[j])) pend |= 1u << j;
+          if (__all_sync(0xffffffffu, pend == 0u)) break;
+#pragma unroll
+          for (uint32_t j = 0; j < NW; ++j)
+            if ((pend >> j) & 1u) y[j] = mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)(tid + 32u * j) * Ep));
         }
       }
       __syncthreads();
@@ -364,7 +367,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
       else
         x[i] = r < G && rg < nrg ? __ldcg(src) : make_uint4(0u, 0u, 0u, 0u);
     }
-    if constexpr (FLAGGED) { /* every load above in flight; now each until its row has landed */
+    if constexpr (BAR == MR_GX_BAR_FLAG1) { /* v46 (lab): every load above in flight; now each until its row landed */
 #pragma unroll
       for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
         const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
@@ -373,6 +376,25 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
           x[i] = mr_gx_row_counts(x[i]);
         }
       }
+    } else if constexpr (FLAGGED) {
+      /* v46d (v46e after its poll): every load above in flight; then rounds: the rows not landed yet are all loaded again together, so
+       * the last row to land is seen one or two round trips after it lands, not one round trip per row after it */
+      for (;;) {
+        uint32_t pend = 0u;
+#pragma unroll
+        for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+          const uint32_t r = rg + nrg * i;
+          if (r < G && rg < nrg && !mr_gx_row_landed(x[i])) pend |= 1u << i;
+        }
+        if (pend == 0u) break;
+#pragma unroll
+        for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
+          const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
+          if ((pend >> i) & 1u) x[i] = mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)rr * Ep) + col);
+        }
+      }
+#pragma unroll
+      for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) x[i] = mr_gx_row_counts(x[i]);
     }
     uint32_t te[4] = {0u, 0u, 0u, 0u}, to[4] = {0u, 0u, 0u, 0u}, be[4] = {0u, 0u, 0u, 0u}, bo[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
@@ -455,8 +477,6 @@ static int mr_gx_plan(const mr_config* cfg, uint32_t* R, uint32_t* G) {
   int64_t r = (T + sms - 1) / sms;
   r = (r + MR_GX_LPR - 1) / MR_GX_LPR * MR_GX_LPR;
   if (r > MR_GX_MAX_R) return 0;
-  const int64_t kr = mr_cuda_tune.gx_rows; /* lab knob: more rows per CTA, fewer CTAs (never more) */
-  if (kr > r && kr <= MR_GX_MAX_R && kr % MR_GX_LPR == 0) r = kr;
   *R = (uint32_t)r;
   *G = (uint32_t)((T + r - 1) / r);
   return 1;
@@ -634,14 +654,13 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
-  const bool sent_auto = g->G >= MR_GX_SENT_MIN_G;
-  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG && (g->G <= MR_GX_FLAG_MAX_G || sent_auto)) != 0;
+  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG && g->G <= MR_GX_FLAG_MAX_G) != 0;
   const uint32_t flags = g->tail ? MR_GX_TAIL : 0u;
   const size_t smem = mr_gx_smem(g->E, g->R, g->k);
   if (flag)
-    return mr_gx_coop_launch(mr_cuda_tune.gx_flag == 2 || (mr_cuda_tune.gx_flag == 0 && sent_auto)
-                                 ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_SENT>
-                                                       : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>,
+    return mr_gx_coop_launch(mr_cuda_tune.gx_flag == 2   ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1>
+                             : mr_cuda_tune.gx_flag == 3 ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_WARP>
+                                                         : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>,
                              g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)g->cnt, g->G * g->Ep / 16u, stream, *p,
                              *o, *g);
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN>
