@@ -560,17 +560,17 @@ static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t 
 /* (Lab call 83 also timed gx by columns, v30's knob gx_xchg, since removed: perf-log v30.) */
 /* gx-bar (session 40): gx forced with the grid barrier (knob gx_flag = -1), against "gx" (gx_flag = 0: the build's
  * default, MR_GX_FLAG; lab call 121 builds with -DMR_GX_FLAG=1, so "gx" and "auto" are v46's flagged rows there). */
-/* gx-flag / gx-flag1 / gx-warp (session 41, lab call 124): gx forced with v46d (gx_flag = 1: the pending rows loaded
- * again together), v46 as session 40 measured it (2: each row's repeats in turn) and v46e (3: warp 0 polls a piece
- * of every row first) at any G. (Session 40's gx-sent, v46b, and gx-r32, 32 rows per CTA, measured slower in lab
- * call 123 and were removed: perf-log v46b, v46c.) */
-enum { NBR = 10, NBS = 3 };
-static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg", "gx-bar", "gx-flag", "gx-flag1", "gx-warp"};
+/* gx-flag / gx-flag1 (session 41, lab call 124): gx forced with v46d (gx_flag = 1: the pending rows loaded again
+ * together) and v46's first form (2: each row's repeats in turn) at any G. (Session 40's gx-sent, v46b, and gx-r32,
+ * 32 rows per CTA, measured slower in lab call 123, and lab call 124's gx-warp, v46e, even with the barrier: removed;
+ * perf-log v46b, v46c, v46e.) */
+enum { NBR = 9, NBS = 3 };
+static const char* br_name[NBR] = {"auto", "gx", "gx-stagger", "before", "gate+gxs", "l1seg", "gx-bar", "gx-flag", "gx-flag1"};
 static const char* bs_name[NBS] = {"auto", "gxs", "before"};
 static void br_form(int f) {
-  static const int gx[NBR] = {0, 1, 1, -1, -1, -1, 1, 1, 1, 1}, gxs[NBR] = {0, 0, 0, -1, 1, -1, 0, 0, 0, 0},
-                   st[NBR] = {0, -1, 1, 0, 0, 0, 0, 0, 0, 0}, l1[NBR] = {0, 0, 0, 0, 0, 1, 0, 0, 0, 0},
-                   fl[NBR] = {0, 0, 0, 0, 0, 0, -1, 1, 2, 3};
+  static const int gx[NBR] = {0, 1, 1, -1, -1, -1, 1, 1, 1}, gxs[NBR] = {0, 0, 0, -1, 1, -1, 0, 0, 0},
+                   st[NBR] = {0, -1, 1, 0, 0, 0, 0, 0, 0}, l1[NBR] = {0, 0, 0, 0, 0, 1, 0, 0, 0},
+                   fl[NBR] = {0, 0, 0, 0, 0, 0, -1, 1, 2};
   mr_cuda_tune.gx_flag = fl[f];
   mr_cuda_tune.gx = gx[f];
   mr_cuda_tune.gxs = gxs[f];

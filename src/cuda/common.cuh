@@ -447,14 +447,13 @@ typedef struct mr_cuda_tuning {
   int gx_lean_bar;       /* gx's and gxs's grid barriers without their full fences (v24b): the arrival a
                             red.release, the wait ld.acquire loads only: 0 = the default (gx.cu MR_GX_LEAN_BAR, on),
                             1 = on, -1 = off. The same bits either way */
-  int gx_flag;           /* v46 (session 40): gx's count rows with a flag in every byte (0x80 | count) over a matrix the
-                            zeroing launch clears, read back by polling the rows themselves: no grid barrier in gx
-                            (gxs keeps its own): 0 = the default (gx.cu MR_GX_FLAG: on where gx has at most
-                            MR_GX_FLAG_MAX_G = 32 CTAs), 1 = on at any G, 2 = v46's first form at any G (lab: each
-                            row's repeated loads wait in turn; v46d, the default's, repeats the pending rows
-                            together), 3 = v46e at any G (lab: warp 0 polls a piece of every row, then the
-                            CTA loads), -1 = off (4 and above act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx. The same bits
-                            either way */
+  int gx_flag;           /* v46 (session 40), v46d (session 41): gx's count rows with a flag in every byte (0x80 |
+                            count) over a matrix the zeroing launch clears, read back by polling the rows themselves:
+                            no grid barrier in gx (gxs keeps its own): 0 = the default (gx.cu: v46d, the pending rows
+                            loaded again together, where E > 128 at any G; v46, each row's repeats in turn, where
+                            E <= 128 at G <= 32; the barrier elsewhere), 1 = v46d at any G, 2 = v46 at any G, -1 =
+                            off (3 and above act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx.
+                            The same bits either way */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
                             of the zeroing launch between them: 0 = the default

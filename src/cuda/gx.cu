@@ -127,11 +127,21 @@ static int mr_gx_auto(const mr_config* cfg) {
  *   G = 64 (T = 1024): DeepSeek-R1 softmax 6.64 / 6.94, GPT-OSS-120B 6.75 / 6.15 (mixed);
  *   G = 128 (T = 2048, 4096): DBRX 6.71 / 6.76, 8.58 / 7.90; GPT-OSS-20B 7.00 / 6.48, 8.36 / 7.55; DeepSeek-R1 softmax
  *     4096 10.00 / 9.91; GPT-OSS-120B 4096 8.37 / 7.93.
- * So on (MR_GX_FLAG 1) up to MR_GX_FLAG_MAX_G CTAs; the knob's 1 forces it at any G (lab). */
+ * So on (MR_GX_FLAG 1) up to MR_GX_FLAG_MAX_G CTAs.
+ * v46d (session 41): the rows still pending repeated together each round (one or two round trips after the last row
+ * lands, not one per row); more polling traffic per round. Lab call 124 (H200, `dev/runs/run124/`, kernel metric,
+ * us, barrier / v46d / v46): E = 256 faster at every G (DeepSeek-R1 softmax T = 256 7.01 / 6.37 / 6.38, 1024 6.76 /
+ * 6.33 / 6.50, 2048 7.47 / 6.95 / 7.93, 4096 9.61 / 9.24 / 9.81); E <= 128 slower than v46 at G = 32 (DBRX 512 6.44 /
+ * 6.21 / 5.88, GPT-OSS-20B 512 6.05 / 6.30 / 5.88) and than the barrier at G >= 64 (GPT-OSS-120B 1024 5.94 / 6.48 /
+ * 6.58, GPT-OSS-20B 2048 6.40 / 7.25 / 6.96): with Ep / 16 <= 8 columns the 256 threads of every CTA poll a few
+ * lines. So: v46d where E > MR_GX_FLAGD_MIN_E at every G; v46 where E <= 128 at G <= 32; the barrier elsewhere.
+ * (v46e, warp 0 polling a piece of every row first, measured within 0.2 us of the barrier there and was removed.)
+ * Knob gx_flag: 0 this rule, 1 v46d at any G, 2 v46 at any G, -1 the barrier. */
 #ifndef MR_GX_FLAG
 #define MR_GX_FLAG 1
 #endif
 #define MR_GX_FLAG_MAX_G 32
+#define MR_GX_FLAGD_MIN_E 128
 static uint32_t mr_gx_stagger(void) {
   return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
@@ -237,10 +247,8 @@ __host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, ui
 #define MR_GX_BAR_FULL 0
 #define MR_GX_BAR_LEAN 1
 #define MR_GX_BAR_FLAG 2
-#define MR_GX_BAR_WARP 4 /* v46e (lab, knob gx_flag = 3): warp 0 polls the first 16 bytes of every row, all in flight
-                            each round, then a __syncthreads, then v46d's loads (few threads on the hot lines) */
-#define MR_GX_BAR_FLAG1 3 /* v46 as measured in session 40 (lab, knob gx_flag = 2): each row's repeats wait in turn,
-                             so up to MR_GX_MAXJ round trips after the last row lands (v46d batches them) */
+#define MR_GX_BAR_FLAG1 3 /* v46's first form (session 40): each row's repeats wait in turn (the default's for E <= 128
+                             at G <= 32; knob gx_flag = 2 at any G) */
 /* v46's row accesses: relaxed at gpu scope (strong, so the poll is not a data race; L1 is not used) */
 __device__ __forceinline__ void mr_st_relaxed_v4(uint4* p, uint4 v) {
   asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
@@ -311,9 +319,9 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   __syncthreads();
 
   /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
-   * landed before any arrival counts: its completion first, long past by now); v46 / v46d / v46e: the row flagged, after the
+   * landed before any arrival counts: its completion first, long past by now); v46 / v46d: the row flagged, after the
    * zeroing launch's completion, and no barrier */
-  constexpr bool FLAGGED = BAR == MR_GX_BAR_FLAG || BAR == MR_GX_BAR_FLAG1 || BAR == MR_GX_BAR_WARP;
+  constexpr bool FLAGGED = BAR == MR_GX_BAR_FLAG || BAR == MR_GX_BAR_FLAG1;
   constexpr unsigned char FL = FLAGGED ? 0x80u : 0u; /* v46: every byte of a row carries its flag */
   for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = (e < E ? (unsigned char)__popc(tm[e]) : 0u) | FL;
   __syncthreads();
@@ -336,28 +344,6 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   {
     uint4 x[MR_GX_MAXJ];
     const uint32_t sh = a.stagger ? c : 0u; /* row r is read as row (r + sh) mod G */
-    if constexpr (BAR == MR_GX_BAR_WARP) { /* v46e: warp 0 waits for a piece of every row, all rows in flight */
-      if (tid < 32u) {
-        constexpr uint32_t NW = (MR_GX_MAX_G + 31u) / 32u;
-        uint4 y[NW];
-#pragma unroll
-        for (uint32_t j = 0; j < NW; ++j) {
-          const uint32_t r = tid + 32u * j;
-          y[j] = r < G ? mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)r * Ep)) : make_uint4(~0u, ~0u, ~0u, ~0u);
-        }
-        for (;;) {
-          uint32_t pend = 0u;
-#pragma unroll
-          for (uint32_t j = 0; j < NW; ++j)
-            if (!mr_gx_row_landed(y[j])) pend |= 1u << j;
-          if (__all_sync(0xffffffffu, pend == 0u)) break;
-#pragma unroll
-          for (uint32_t j = 0; j < NW; ++j)
-            if ((pend >> j) & 1u) y[j] = mr_ld_relaxed_v4((const uint4*)(a.cnt + (size_t)(tid + 32u * j) * Ep));
-        }
-      }
-      __syncthreads();
-    }
 #pragma unroll
     for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
       const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
@@ -377,7 +363,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
         }
       }
     } else if constexpr (FLAGGED) {
-      /* v46d (v46e after its poll): every load above in flight; then rounds: the rows not landed yet are all loaded again together, so
+      /* v46d: every load above in flight; then rounds: the rows not landed yet are all loaded again together, so
        * the last row to land is seen one or two round trips after it lands, not one round trip per row after it */
       for (;;) {
         uint32_t pend = 0u;
@@ -654,13 +640,15 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
-  const bool flag = mr_knob_on(mr_cuda_tune.gx_flag, MR_GX_FLAG && g->G <= MR_GX_FLAG_MAX_G) != 0;
+  /* v46d for E > 128 at any G, v46 for E <= 128 at G <= MR_GX_FLAG_MAX_G, else the barrier (lab call 124) */
+  const bool wide = g->E > MR_GX_FLAGD_MIN_E;
+  const int kn = mr_cuda_tune.gx_flag;
+  const bool flag = mr_knob_on(kn, MR_GX_FLAG && (wide || g->G <= MR_GX_FLAG_MAX_G)) != 0;
   const uint32_t flags = g->tail ? MR_GX_TAIL : 0u;
   const size_t smem = mr_gx_smem(g->E, g->R, g->k);
   if (flag)
-    return mr_gx_coop_launch(mr_cuda_tune.gx_flag == 2   ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1>
-                             : mr_cuda_tune.gx_flag == 3 ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_WARP>
-                                                         : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>,
+    return mr_gx_coop_launch(kn == 2 || (kn == 0 && !wide) ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1>
+                                                          : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>,
                              g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)g->cnt, g->G * g->Ep / 16u, stream, *p,
                              *o, *g);
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN>
