@@ -8,7 +8,8 @@
  *   route  PACKED rows (16-bit softmax without bias   gx: a zeroing launch, then one
  *          or groups), 16 <= E <= 256, k <= 8, no     cooperative launch over the grid
  *          moe_buf, 256 <= T <= 4096 wherever the     (gx.cu, design 37; flagged rows
- *          pair does not fit (v45b)                   without its barrier at G <= 32, v46)
+ *          pair does not fit (v45b)                   without its barrier where E > 128
+ *                                                     (v46d) or G <= 32 (v46))
  *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
  *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
  *          kernel segments 65536 where E > 128, else    the gate kernel zeroes gxs's word,
