@@ -25,7 +25,9 @@
  * 6. --bounds (session 29): gxs's and gx's bounds, gx's exchange by columns (bounds_case below).
  * 7. --gatewide (session 29): the fp32-key gate kernel at large T, the wide kernel forced (gatewide_case below).
  * 8. --gatefilt (session 30): the fp32-key gate kernel's filter form against the merge (gatefilt_case below).
- * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide | --gatefilt] [--ts 1024,...]
+ * 9. --gx-probes (session 41): gx's route by phase, with the library built -DMR_GX_PROBES=1 (gxprobe_case below).
+ * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide | --gatefilt |
+ *              --gx-probes] [--ts 1024,...]
  *              [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -650,6 +652,43 @@ static int bounds_case(const char* model, int T, int do_check, int do_time, cuda
   return bad != 0;
 }
 
+/* --gx-probes (session 41; targets.md L1): where gx's route time goes. The library and this file built with
+ * -DMR_GX_PROBES=1 (dev/lab_run126.sh); gx forced (knob gx = 1) in three exchange forms (the barrier, v46d, v46: knob
+ * gx_flag -1 / 1 / 2), each timed whole and returning at each phase end (knob gx_probe 1 - 4: prologue, gating,
+ * exchange and read-back, scan; the outputs of a probe are WRONG), kernel metric. Afterwards the whole call once
+ * more, poisoned, against the CPU sort. Without MR_GX_PROBES in the library every probe times the whole call. */
+static int gxprobe_case(const char* model, int T, cudaStream_t s) {
+  Case c;
+  if (setup(&c, model, T, 0, 0x9b0u + (uint64_t)T) != 0) return 1;
+  static const int fl[3] = {-1, 1, 2};
+  static const char* fn[3] = {"bar", "v46d", "v46"};
+  mr_cuda_tune.gx = 1;
+  int bad = 0;
+  for (int f = 0; f < 3; ++f) {
+    mr_cuda_tune.gx_flag = fl[f];
+    double t[5];
+    for (int q = 0; q < 5; ++q) {
+      mr_cuda_tune.gx_probe = q;
+      t[q] = time_calls(&c, 0, s);
+    }
+    mr_cuda_tune.gx_probe = 0;
+    printf("gx probes %-20s T=%6d %-4s: prologue %6.2f | gated %6.2f | exchanged %6.2f | scanned %6.2f | whole %6.2f"
+           "  (steps %.2f / %.2f / %.2f / %.2f)\n",
+           model, T, fn[f], t[1], t[2], t[3], t[4], t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3], t[0] - t[4]);
+    poison(&c, 0);
+    bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+    uint32_t** h = fetch(&c, 0);
+    const int b = cpu_check(&c, h);
+    free_h(h);
+    if (b) printf("   WRONG after the probes (%s)\n", fn[f]);
+    bad += b;
+  }
+  mr_cuda_tune.gx = 0;
+  mr_cuda_tune.gx_flag = 0;
+  release(&c);
+  return bad != 0;
+}
+
 /* --gatewide (session 29, lab call 86): the fp32-key rows' gate kernel at large T (targets.md L6), the default (the
  * warp-per-row kernel above T = 512 / 256) against the wide kernel (a row over four warps, knob gate_wide) forced at
  * every T: topk_ids and topk_weights word for word, then the gate alone's kernel metric (50 calls in one graph). */
@@ -802,6 +841,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--bounds")) tail = 4;   /* gxs's and gx's bounds (session 29) */
     if (!strcmp(argv[i], "--gatewide")) tail = 5; /* the fp32-key gate kernel at large T, wide forced (session 29) */
     if (!strcmp(argv[i], "--gatefilt")) tail = 6; /* the fp32-key gate kernel's filter against the merge (session 30) */
+    if (!strcmp(argv[i], "--gx-probes")) tail = 7; /* where gx's time goes, by phase (session 41; -DMR_GX_PROBES=1) */
     if (!strcmp(argv[i], "--gx-flag") && i + 1 < argc) /* session 40: knob gx_flag for the run (--bounds sets its own) */
       mr_cuda_tune.gx_flag = atoi(argv[++i]);
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
@@ -837,6 +877,13 @@ int main(int argc, char** argv) {
       for (int j = 0; j < nts; ++j) fails += gatefilt_case(models[m], ts[j], do_time, s);
     printf("gxs lab --gatefilt: %d failure(s)\n", fails);
     return fails != 0;
+  }
+  if (tail == 7) { /* --gx-probes: each model at each T of --ts */
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nts; ++j) fails += gxprobe_case(models[m], ts[j], s);
+    CK(cudaStreamDestroy(s));
+    printf("gxs lab --gx-probes: %d failure(s)\n", fails);
+    return fails ? 1 : 0;
   }
   if (tail == 5) { /* --gatewide: each model at each T of --ts */
     for (int m = 0; m < nm; ++m)

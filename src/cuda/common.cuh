@@ -454,6 +454,8 @@ typedef struct mr_cuda_tuning {
                             E <= 128 at G <= 32; the barrier elsewhere), 1 = v46d at any G, 2 = v46 at any G, -1 =
                             off (3 and above act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx.
                             The same bits either way */
+  int gx_probe;          /* lab (session 41): gx's route kernel returns at phase end N (1 - 4; gx.cu MR_GX_PROBES),
+                            outputs WRONG; no effect unless the library is built with -DMR_GX_PROBES=1 */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
                             it zeroes gxs's barrier word (its CTA 0, before it lets the next launch start) in place
                             of the zeroing launch between them: 0 = the default

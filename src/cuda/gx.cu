@@ -146,8 +146,29 @@ static uint32_t mr_gx_stagger(void) {
   return mr_knob_on(mr_cuda_tune.gx_stagger, MR_GX_STAGGER);
 }
 
+/* Lab probes (session 41; targets.md L1): built with -DMR_GX_PROBES=1, gx's route kernel returns at a phase end when
+ * the knob gx_probe says so (1 after its prologue, 2 after the gating, 3 after the exchange and the read-back, 4
+ * after the scan: every CTA at the same point, so nothing waits on a CTA that returned); the outputs are then WRONG.
+ * The default build has neither the branches nor the field (the kernels as without this). */
+#ifndef MR_GX_PROBES
+#define MR_GX_PROBES 0
+#endif
+#if MR_GX_PROBES
+#define MR_GX_PROBE_AT(n)       \
+  do {                          \
+    if (a.probe == (n)) return; \
+  } while (0)
+#else
+#define MR_GX_PROBE_AT(n) \
+  do {                    \
+  } while (0)
+#endif
+
 typedef struct mr_gx_k {
   uint32_t T, E, Ep, k, U, G, R;
+#if MR_GX_PROBES
+  uint32_t probe; /* lab: return at this phase end (0 = none) */
+#endif
   uint32_t stagger; /* the read-back starts at row c (knob gx_stagger): CTAs read different rows at a time */
   uint32_t tail;    /* v25: the zeroing launch also zeroes the counter of the clear launched after this one */
   unsigned char* cnt; /* [G][Ep] count bytes (16-byte aligned) */
@@ -292,6 +313,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   mr_pdl_launch_dependents();
   for (uint32_t e = tid; e < E; e += MR_GX_THREADS) tm[e] = 0u;
   __syncthreads();
+  MR_GX_PROBE_AT(1);
 
   /* A. gating: segments of 16 lanes, RPW rows per warp and step */
   const uint32_t t0 = c * a.R, nrows = min(a.R, a.T - t0);
@@ -317,6 +339,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     }
   }
   __syncthreads();
+  MR_GX_PROBE_AT(2);
 
   /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
    * landed before any arrival counts: its completion first, long past by now); v46 / v46d: the row flagged, after the
@@ -409,6 +432,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     }
   }
   __syncthreads();
+  MR_GX_PROBE_AT(3);
   /* the padded scan over the experts, thread e (E <= 256) */
   unsigned long long v = 0ull;
   uint32_t cn = 0u, bf = 0u;
@@ -429,6 +453,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     s_pos[tid] = (uint32_t)run + bf;
   }
   __syncthreads();
+  MR_GX_PROBE_AT(4);
 
   /* D. this CTA's entries; the padding and block ids of experts c + G j; the totals */
   for (uint32_t i = tid; i < nrows * k; i += MR_GX_THREADS) {
@@ -666,6 +691,9 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
   memset(&g, 0, sizeof g);
   g.tail = (flags & MR_GX_TAIL) != 0;
   if (!mr_gx_plan(cfg, &g.R, &g.G)) return cudaErrorInvalidConfiguration;
+#if MR_GX_PROBES
+  g.probe = (uint32_t)mr_cuda_tune.gx_probe;
+#endif
   g.T = (uint32_t)cfg->num_tokens;
   g.E = (uint32_t)cfg->num_experts;
   g.Ep = (g.E + 15u) & ~15u;
