@@ -275,8 +275,10 @@ static void gen_case(Case* c) {
   c->tune.gxs_xchg = irand(3) - 1;  /* gxs's exchange by columns, two grid barriers (v24): off / default / on */
   c->tune.gx_lean_bar = irand(3) - 1; /* gxs's grid barriers without full fences (v24b): off / default / on */
   /* gx's exchange (v46, session 40; v46d, session 41): off / default / v46d at any G / v46's first form at any G. From
-     the shape, not a draw, so that every later draw (and so every case's other knobs) stays what it was before */
-  c->tune.gx_flag = (int)((c->p.num_tokens + c->p.num_experts) % 4) - 1;
+     the shape, not a draw, so that every later draw (and so every case's other knobs) stays what it was before. With k:
+     every T and E that gx takes here is a multiple of 4, so (T + E) % 4 alone gave -1 (the barrier) to every gx case
+     (sessions 40 - 41's results runs 69 - 70; a helper's review found it) */
+  c->tune.gx_flag = (int)((c->p.num_tokens + c->p.num_experts + c->p.top_k) % 4) - 1;
   static const int Ct[] = {-1, 0, 1, 3}; /* moe_buf by a launch of its own after gx / gxs (v25): off / default / on;
                                              3: by a memset before the routing, any path (v36, session 33) */
   c->tune.clear_tail = pick(Ct, 4);

@@ -561,7 +561,7 @@ static int decode_case(const char* model, int T, uint32_t layouts, cudaStream_t 
  * groups, E <= 256, k <= 8, T <= 32 rows per CTA); elsewhere they are auto's path again. */
 /* (Lab call 83 also timed gx by columns, v30's knob gx_xchg, since removed: perf-log v30.) */
 /* gx-bar (session 40): gx forced with the grid barrier (knob gx_flag = -1), against "gx" (gx_flag = 0: the build's
- * default, MR_GX_FLAG; lab call 121 builds with -DMR_GX_FLAG=1, so "gx" and "auto" are v46's flagged rows there). */
+ * default rule, gx.cu MR_GX_FLAG; lab call 121 built with -DMR_GX_FLAG=1, v46 at every G). */
 /* gx-flag / gx-flag1 (session 41, lab call 124): gx forced with v46d (gx_flag = 1: the pending rows loaded again
  * together) and v46's first form (2: each row's repeats in turn) at any G. (Session 40's gx-sent, v46b, and gx-r32,
  * 32 rows per CTA, measured slower in lab call 123, and lab call 124's gx-warp, v46e, even with the barrier: removed;
@@ -657,7 +657,12 @@ static int bounds_case(const char* model, int T, int do_check, int do_time, cuda
  * gx_flag -1 / 1 / 2), each timed whole and returning at each phase end (knob gx_probe 1 - 4: prologue, gating,
  * exchange and read-back, scan; the outputs of a probe are WRONG), kernel metric. Afterwards the whole call once
  * more, poisoned, against the CPU sort. Without MR_GX_PROBES in the library every probe times the whole call. */
+extern "C" int mr_cuda_gx_probes_built(void); /* gx.cu */
 static int gxprobe_case(const char* model, int T, cudaStream_t s) {
+  if (!mr_cuda_gx_probes_built()) {
+    printf("gx probes: the library was built without -DMR_GX_PROBES=1 (every probe would time the whole call)\n");
+    return 1;
+  }
   Case c;
   if (setup(&c, model, T, 0, 0x9b0u + (uint64_t)T) != 0) return 1;
   static const int fl[3] = {-1, 1, 2};

@@ -24,8 +24,9 @@
  *      goes to shared memory (expert, weight bits), to the top-k outputs where asked, and sets bit
  *      tl of its expert's token mask tm[e] (a shared atomicOr: order-free, so deterministic).
  *   B. the CTA's count of every expert (popc(tm[e]) <= 32: one byte) as row c of the [G][Ep] byte
- *      matrix in the workspace (Ep / 16 vector stores), then ONE grid barrier. v46 (G <= 32, below): no barrier;
- *      every byte carries a flag, the zeroing launch clears the matrix first, and C polls the rows themselves.
+ *      matrix in the workspace (Ep / 16 vector stores), then ONE grid barrier. v46 / v46d (below: E > 128 at any G,
+ *      E <= 128 at G <= 32): no barrier; every byte carries a flag, the zeroing launch clears the matrix first, and
+ *      C polls the rows themselves.
  *   C. every CTA reads the whole matrix (thread (row group, column): its rows of one 16-byte column,
  *      every load in flight, summed in 16-bit lanes, reduced in shared memory without bank
  *      conflicts) into each expert's total and the count of the CTAs before it; the padded scan over
@@ -127,7 +128,7 @@ static int mr_gx_auto(const mr_config* cfg) {
  *   G = 64 (T = 1024): DeepSeek-R1 softmax 6.64 / 6.94, GPT-OSS-120B 6.75 / 6.15 (mixed);
  *   G = 128 (T = 2048, 4096): DBRX 6.71 / 6.76, 8.58 / 7.90; GPT-OSS-20B 7.00 / 6.48, 8.36 / 7.55; DeepSeek-R1 softmax
  *     4096 10.00 / 9.91; GPT-OSS-120B 4096 8.37 / 7.93.
- * So on (MR_GX_FLAG 1) up to MR_GX_FLAG_MAX_G CTAs.
+ * So (session 40) on (MR_GX_FLAG 1) up to MR_GX_FLAG_MAX_G CTAs.
  * v46d (session 41): the rows still pending repeated together each round (one or two round trips after the last row
  * lands, not one per row); more polling traffic per round. Lab call 124 (H200, `dev/runs/run124/`, kernel metric,
  * us, barrier / v46d / v46): E = 256 faster at every G (DeepSeek-R1 softmax T = 256 7.01 / 6.37 / 6.38, 1024 6.76 /
@@ -148,21 +149,28 @@ static uint32_t mr_gx_stagger(void) {
 
 /* Lab probes (session 41; targets.md L1): built with -DMR_GX_PROBES=1, gx's route kernel returns at a phase end when
  * the knob gx_probe says so (1 after its prologue, 2 after the gating, 3 after the exchange and the read-back, 4
- * after the scan: every CTA at the same point, so nothing waits on a CTA that returned); the outputs are then WRONG.
+ * after the scan: every CTA at the same point, so nothing waits on a CTA that returned; each waits for the zeroing
+ * launch first, griddepcontrol.wait, so that no grid ends before the one it depends on); the outputs are then WRONG.
  * The default build has neither the branches nor the field (the kernels as without this). */
 #ifndef MR_GX_PROBES
 #define MR_GX_PROBES 0
 #endif
 #if MR_GX_PROBES
-#define MR_GX_PROBE_AT(n)       \
-  do {                          \
-    if (a.probe == (n)) return; \
+#define MR_GX_PROBE_AT(n)   \
+  do {                      \
+    if (a.probe == (n)) {   \
+      mr_pdl_wait();        \
+      return;               \
+    }                       \
   } while (0)
 #else
 #define MR_GX_PROBE_AT(n) \
   do {                    \
   } while (0)
 #endif
+
+/* whether this library was built with the probes (gxs_lab --gx-probes refuses to time without them) */
+extern "C" int mr_cuda_gx_probes_built(void) { return MR_GX_PROBES; }
 
 typedef struct mr_gx_k {
   uint32_t T, E, Ep, k, U, G, R;
@@ -264,7 +272,8 @@ __host__ __device__ __forceinline__ size_t mr_gx_smem(uint32_t E, uint32_t R, ui
 }
 
 /* The exchange's form BAR: MR_GX_BAR_FULL / MR_GX_BAR_LEAN, the grid barrier with or without its full fences (knob
- * gx_lean_bar); MR_GX_BAR_FLAG, v46's flagged rows without a barrier (knob gx_flag). */
+ * gx_lean_bar); MR_GX_BAR_FLAG, v46d's flagged rows without a barrier, the pending rows repeated together (knob
+ * gx_flag); MR_GX_BAR_FLAG1, v46's. */
 #define MR_GX_BAR_FULL 0
 #define MR_GX_BAR_LEAN 1
 #define MR_GX_BAR_FLAG 2
@@ -376,7 +385,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
       else
         x[i] = r < G && rg < nrg ? __ldcg(src) : make_uint4(0u, 0u, 0u, 0u);
     }
-    if constexpr (BAR == MR_GX_BAR_FLAG1) { /* v46 (lab): every load above in flight; now each until its row landed */
+    if constexpr (BAR == MR_GX_BAR_FLAG1) { /* v46: every load above in flight; now each until its row landed */
 #pragma unroll
       for (uint32_t i = 0; i < MR_GX_MAXJ; ++i) {
         const uint32_t r = rg + nrg * i, rr = r + sh < G ? r + sh : r + sh - G;
