@@ -3,12 +3,9 @@
 # (the barrier, v46d, v46), from gxs_lab --gx-probes with the library built -DMR_GX_PROBES=1 (gx.cu: the route kernel
 # returns at phase end N when the knob gx_probe says so; outputs wrong there, the whole call checked after).
 # Two ways to run it:
-#  - carried (a short call): build here first,
-#      cmake -S . -B build-probe -DCMAKE_BUILD_TYPE=Release -DMOEROUTE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 \
-#        "-DCMAKE_CUDA_FLAGS=-DMR_GX_PROBES=1" && cmake --build build-probe -j2 --target moeroute_static &&
-#      nvcc -O3 -arch=sm_90 --expt-relaxed-constexpr -DMR_GX_PROBES=1 -Iinclude -Isrc -Isrc/common dev/gxs_lab.cu \
-#        build-probe/libmoeroute.a -o build-probe/gxs_lab
-#    then `run` with carry ["build-probe/gxs_lab"]: `bash dev/lab_run126.sh > $OUT/lab_summary.txt 2>&1`;
+#  - carried (a short call): build here first with `bash dev/build_probe.sh` (build-probe/gxs_lab.xz), then `run`
+#    with carry ["build-probe/gxs_lab.xz"] and the command
+#    `xz -d -k build-probe/gxs_lab.xz && bash dev/lab_run126.sh > $OUT/lab_summary.txt 2>&1`;
 #  - on a bare machine it builds the same (~150 s).
 # Prediction (DeepSeek-R1 softmax T = 1024, H100, whole ~6.2 us with v46d): prologue ~2.0 (the launch pair with its
 # zeroing launch; the floor is ~1), gating +1.8 - 2.2, exchange +0.8 - 1.2 (v46d; +1.3 - 1.6 with the barrier), scan
