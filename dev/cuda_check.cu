@@ -279,6 +279,9 @@ static void gen_case(Case* c) {
      every T and E that gx takes here is a multiple of 4, so (T + E) % 4 alone gave -1 (the barrier) to every gx case
      (sessions 40 - 41's results runs 69 - 70; a helper's review found it) */
   c->tune.gx_flag = (int)((c->p.num_tokens + c->p.num_experts + c->p.top_k) % 4) - 1;
+  /* moe_buf cleared inside gx's launch (v47, session 42): off / default / at once / after the CTA's gating; from the
+     shape too (no draw), and not with gx_flag's sum: T / 4 in place of T */
+  c->tune.gx_clear = (int)((c->p.num_tokens / 4 + c->p.num_experts + c->p.top_k) % 4) - 1;
   static const int Ct[] = {-1, 0, 1, 3}; /* moe_buf by a launch of its own after gx / gxs (v25): off / default / on;
                                              3: by a memset before the routing, any path (v36, session 33) */
   c->tune.clear_tail = pick(Ct, 4);
@@ -978,7 +981,7 @@ int main(int argc, char** argv) {
         printf("case %d: E=%d k=%d T=%lld renorm=%d scale=%g moe_buf=%zu force_general=%d ctm=%d ctm_ctas=%d "
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
-               "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d gx_flag=%d clear_tail=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
+               "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d gx_flag=%d gx_clear=%d clear_tail=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
                "p_seg_chain=%d tiny_filt=%d gate_live=%d mid_pad_ctas=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
@@ -986,7 +989,7 @@ int main(int argc, char** argv) {
                c.tune.tiny_max_n, c.tune.decode_pdl, c.route_topk, c.tune.tiny_cluster, c.tune.tiny_warm, c.tune.gtm,
                c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form,
                c.tune.persist_clear_ns, c.tune.gx, c.tune.gxs, c.tune.gx_stagger,
-               c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.gx_flag, c.tune.clear_tail, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
+               c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.gx_flag, c.tune.gx_clear, c.tune.clear_tail, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
                c.tune.p_seg_chain, c.tune.tiny_filt, c.tune.gate_live, c.tune.mid_pad_ctas);
       free(h.logits);
       free(h.bias);

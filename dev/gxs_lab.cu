@@ -26,8 +26,9 @@
  * 7. --gatewide (session 29): the fp32-key gate kernel at large T, the wide kernel forced (gatewide_case below).
  * 8. --gatefilt (session 30): the fp32-key gate kernel's filter form against the merge (gatefilt_case below).
  * 9. --gx-probes (session 41): gx's route by phase, with the library built -DMR_GX_PROBES=1 (gxprobe_case below).
+ * 10. --gxclear (session 42, v47): route with a moe_buf by gx, the clear inside gx's launch (gxclear_case below).
  * Run: gxs_lab [--no-time] [--no-check] [--quick] [--probes] [--tail | --head | --decode | --bounds | --gatewide | --gatefilt |
- *              --gx-probes] [--ts 1024,...]
+ *              --gx-probes | --gxclear] [--ts 1024,...]
  *              [--models a,b]
  *
  * Copyright 2026 The moeroute Authors. SPDX-License-Identifier: Apache-2.0
@@ -433,6 +434,88 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
   }
   mr_cuda_tune.clear_tail = 0;
   release(&c);
+  return bad != 0;
+}
+
+/* --gxclear (v47, session 42, knob gx_clear): route WITH a moe_buf [T, model_dim] bf16 by gx, moe_buf cleared inside
+ * gx's launch (gx_clear 1: the clearing warps start at once; 2: after their CTA's gating), against the paths with a
+ * moe_buf ("before": gx_clear -1) and the clear as a launch of its own after gx (v25: clear_tail 1). Checks, with and
+ * without an expert mask (30 %): every output word for word against "before", its layouts against the CPU sort,
+ * moe_buf all zero after each form (0xFF before). Then the kernel metric (50 calls in one graph, median of 9) of each
+ * form, a cudaMemsetAsync of the same moe_buf alone and route without the moe_buf; the outputs of the timed calls
+ * checked once more (poisoned, the last form against "before"). */
+enum { NGC = 4 };
+static const char* gc_name[NGC] = {"before", "gx-clr1", "gx-clr2", "tail"};
+static void gc_form(int f) {
+  static const int gc[NGC] = {-1, 1, 2, -1}, ct[NGC] = {-1, -1, -1, 1};
+  mr_cuda_tune.gx_clear = gc[f];
+  mr_cuda_tune.clear_tail = ct[f];
+}
+static int gxclear_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
+  int bad = 0;
+  for (int mp = 0; do_check && mp < 2; ++mp) {
+    Case c;
+    g_with_buf = 1;
+    const int rc = setup(&c, model, T, mp ? 30 : 0, 0x6c1u + (uint64_t)T * 5u + (uint64_t)mp);
+    g_with_buf = 0;
+    if (rc != 0) {
+      printf("gxclear %s T=%d: setup failed\n", model, T);
+      return 1;
+    }
+    uint32_t** r[NGC];
+    for (int f = 0; f < NGC; ++f) {
+      gc_form(f);
+      poison(&c, 0);
+      CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
+      bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+      if (!buf_is_zero(&c)) {
+        printf("   gxclear %s: moe_buf not cleared\n", gc_name[f]);
+        ++bad;
+      }
+      r[f] = fetch(&c, 0);
+    }
+    gc_form(0);
+    for (int f = 1; f < NGC; ++f) bad += cmp(gc_name[f], r[f], r[0], c.len, 0);
+    const size_t nb = c.p.moe_buf_bytes; /* the CPU sort without the moe_buf (checked zero above) */
+    c.p.moe_buf_bytes = 0;
+    bad += cpu_check(&c, r[1]);
+    c.p.moe_buf_bytes = nb;
+    for (int f = 0; f < NGC; ++f) free_h(r[f]);
+    release(&c);
+  }
+  if (do_check) printf("gxclear check %-20s T=%6d: %s\n", model, T, bad ? "FAIL" : "ok");
+  if (do_time) {
+    Case c;
+    if (setup_with_buf(&c, "gxclear", model, T, 0x6c3u + (uint64_t)T) != 0) return 1;
+    printf("gxclear %-20s T=%6d route+buf:", model, T);
+    double t[NGC];
+    for (int f = 0; f < NGC; ++f) {
+      gc_form(f);
+      t[f] = time_calls(&c, 0, s);
+      printf(" %s %7.2f", gc_name[f], t[f]);
+    }
+    uint32_t** last = fetch(&c, 0); /* the last form's timed outputs, against "before" run again below */
+    gc_form(0);
+    poison(&c, 0);
+    bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
+    uint32_t** ref = fetch(&c, 0);
+    const int b2 = cmp("timed", last, ref, c.len, 0);
+    free_h(last);
+    free_h(ref);
+    mr_cuda_tune.gx_clear = 0;
+    mr_cuda_tune.clear_tail = 0;
+    const double ms = time_calls(&c, 2, s);
+    const size_t nb = c.p.moe_buf_bytes;
+    c.p.moe_buf_bytes = 0;
+    const double rn = time_calls(&c, 0, s);
+    c.p.moe_buf_bytes = nb;
+    printf(" | memset %7.2f | route w/o buf %6.2f | / memset: before %.3f clr1 %.3f clr2 %.3f%s\n", ms, rn, t[0] / ms,
+           t[1] / ms, t[2] / ms, b2 ? "  WRONG" : "");
+    bad += b2;
+    release(&c);
+  }
+  mr_cuda_tune.gx_clear = 0;
+  mr_cuda_tune.clear_tail = 0;
   return bad != 0;
 }
 
@@ -847,6 +930,7 @@ int main(int argc, char** argv) {
     if (!strcmp(argv[i], "--gatewide")) tail = 5; /* the fp32-key gate kernel at large T, wide forced (session 29) */
     if (!strcmp(argv[i], "--gatefilt")) tail = 6; /* the fp32-key gate kernel's filter against the merge (session 30) */
     if (!strcmp(argv[i], "--gx-probes")) tail = 7; /* where gx's time goes, by phase (session 41; -DMR_GX_PROBES=1) */
+    if (!strcmp(argv[i], "--gxclear")) tail = 8;   /* v47: moe_buf cleared inside gx's launch (session 42) */
     if (!strcmp(argv[i], "--gx-flag") && i + 1 < argc) /* session 40: knob gx_flag for the run (--bounds sets its own) */
       mr_cuda_tune.gx_flag = atoi(argv[++i]);
     if (!strcmp(argv[i], "--ts") && i + 1 < argc) {
@@ -888,6 +972,18 @@ int main(int argc, char** argv) {
       for (int j = 0; j < nts; ++j) fails += gxprobe_case(models[m], ts[j], s);
     CK(cudaStreamDestroy(s));
     printf("gxs lab --gx-probes: %d failure(s)\n", fails);
+    return fails ? 1 : 0;
+  }
+  if (tail == 8) { /* --gxclear: each model at each T of --ts (--quick: DeepSeek-R1 softmax at T = 1024, checks) */
+    if (quick) {
+      nm = 1;
+      nts = 1;
+      ts[0] = 1024;
+    }
+    for (int m = 0; m < nm; ++m)
+      for (int j = 0; j < nts; ++j) fails += gxclear_case(models[m], ts[j], do_check, do_time && !quick, s);
+    CK(cudaStreamDestroy(s));
+    printf("gxs lab --gxclear: %d failure(s)\n", fails);
     return fails ? 1 : 0;
   }
   if (tail == 5) { /* --gatewide: each model at each T of --ts */

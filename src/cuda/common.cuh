@@ -454,6 +454,10 @@ typedef struct mr_cuda_tuning {
                             E <= 128 at G <= 32; the barrier elsewhere), 1 = v46d at any G, 2 = v46 at any G, -1 =
                             off (3 and above act as 1). Where a flagged form runs, gx_lean_bar has no effect on gx.
                             The same bits either way */
+  int gx_clear;          /* v47 (session 42): route WITH a moe_buf by gx where gx takes the call without it, moe_buf
+                            cleared inside gx's launch by warps beside the routing warps (gx.cu mr_cuda_gx_clear_mode):
+                            0 = auto (gx.cu MR_GX_CLEAR_AUTO), 1 = on, the clearing warps starting at once, 2 = on, the
+                            clearing warps starting after their CTA's gating, -1 = off. The same bits either way */
   int gx_probe;          /* lab (session 41): gx's route kernel returns at phase end N (1 - 4; gx.cu MR_GX_PROBES),
                             outputs WRONG; no effect unless the library is built with -DMR_GX_PROBES=1 */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),
@@ -648,6 +652,12 @@ int mr_cuda_gxs_takes(const mr_config* cfg, moeroute_op op, int seg);
  * counter, so no zeroing launch runs and gxs waits for that launch at its start */
 #define MR_GX_TAIL 1
 #define MR_GX_ZEROED 2
+/* v47 (gx only): clear o->moe_buf inside gx's launch, the clearing warps starting at once (CLEAR1) or after their
+ * CTA's gating (CLEAR2); the caller passes the configuration without the moe_buf (the one gx takes) */
+#define MR_GX_CLEAR1 4
+#define MR_GX_CLEAR2 8
+/* v47 (knob gx_clear): the MR_GX_CLEAR* mode in which route with a moe_buf takes gx where gx takes it without, or 0 */
+int mr_cuda_gx_clear_mode(const mr_config* cfg);
 #define MR_GX_TAIL_NEXT 32 /* word of the barrier's 256 bytes holding the clear's piece counter (its own line) */
 /* v26 (knob gxs_gate_zero): route's segment gate kernel zeroes gxs's barrier word instead of a zeroing launch */
 int mr_cuda_gxs_gate_zero_on(void);

@@ -483,9 +483,13 @@ extern "C" MOEROUTE_API moeroute_status moeroute_cuda_route(const moeroute_param
   /* gx (v22): one cooperative launch over the grid at middle T; on a refused cooperative launch the
    * other paths below */
   bool routed = false;
-  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gx_takes(&cfg, &ga)) {
-    err = mr_cuda_launch_gx_route(&cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights, buffers->workspace,
-                                  tail_bytes != 0 ? MR_GX_TAIL : 0, s);
+  /* v47 (knob gx_clear): with a moe_buf, gx where it takes the call without one, the clear inside its launch */
+  mr_config bare = cfg;
+  bare.moe_buf_bytes = 0;
+  const int gxc = tail_bytes == 0 ? mr_cuda_gx_clear_mode(&cfg) : 0;
+  if (cfg.num_tokens > 0 && mr_ws_aligned16(buffers) && mr_cuda_gx_takes(gxc ? &bare : &cfg, &ga)) {
+    err = mr_cuda_launch_gx_route(gxc ? &bare : &cfg, &ga, &so, buffers->topk_ids, buffers->topk_weights,
+                                  buffers->workspace, (tail_bytes != 0 ? MR_GX_TAIL : 0) | gxc, s);
     routed = err != cudaErrorCooperativeLaunchTooLarge;
     if (err == cudaSuccess) tail_counter = buffers->workspace;
   }

@@ -47,6 +47,7 @@
 
 #define MR_GX_THREADS 256
 #define MR_GX_WARPS (MR_GX_THREADS / 32)
+#define MR_GX_THREADS_CLR (2 * MR_GX_THREADS) /* v47: the routing threads, then as many clearing threads */
 #define MR_GX_LPR 16      /* lanes per row */
 #define MR_GX_MAXJ 9      /* count rows per thread in flight: G <= 16 * 9 = 144 (E <= 256: >= 16 row groups) */
 #define MR_GX_MAX_G 144
@@ -179,6 +180,10 @@ typedef struct mr_gx_k {
 #endif
   uint32_t stagger; /* the read-back starts at row c (knob gx_stagger): CTAs read different rows at a time */
   uint32_t tail;    /* v25: the zeroing launch also zeroes the counter of the clear launched after this one */
+  uint32_t clr_mode; /* v47: moe_buf cleared inside gx's launch (1: the clearing warps start at once, 2: after their
+                        CTA's gating); 0 = none */
+  unsigned char* clr; /* v47: moe_buf, clr_bytes of it, cleared in 16 KB pieces from the counter at bar + MR_GX_TAIL_NEXT */
+  size_t clr_bytes;
   unsigned char* cnt; /* [G][Ep] count bytes (16-byte aligned) */
   uint32_t* bar;      /* the barrier word */
   int32_t* topk_ids;  /* optional */
@@ -231,13 +236,22 @@ __device__ __forceinline__ void mr_gx_grid_wait_x(uint32_t* bar, uint32_t target
 }
 /* The whole barrier (complete once the word reaches target: G, or 2 G for gxs's second); LEAN: the form
  * without full fences (knob gx_lean_bar) */
-template <bool LEAN>
+/* v47 (CLR): gx's CTA has MR_GX_THREADS routing threads and as many clearing threads, which leave at once; the routing
+ * threads meet at named barrier 1 (as mr_cta_excl_scan64<MR_GX_WARPS> does), not at the CTA's barrier 0 */
+template <bool CLR>
+__device__ __forceinline__ void mr_gx_sync(void) {
+  if constexpr (CLR)
+    asm volatile("bar.sync 1, %0;" ::"n"(MR_GX_THREADS) : "memory");
+  else
+    __syncthreads();
+}
+template <bool LEAN, bool CLR = false>
 __device__ __forceinline__ void mr_gx_grid_barrier(uint32_t* bar, uint32_t target) {
   if (threadIdx.x == 0) {
     mr_gx_grid_arrive_x<LEAN>(bar);
     mr_gx_grid_wait_x<LEAN>(bar, target);
   }
-  __syncthreads();
+  mr_gx_sync<CLR>();
 }
 
 __global__ void mr_gx_zero_kernel(uint32_t* bar, uint32_t tail, uint4* mat, uint32_t units) {
@@ -300,8 +314,37 @@ __device__ __forceinline__ uint4 mr_gx_row_counts(uint4 v) {
   return make_uint4(v.x & 0x7f7f7f7fu, v.y & 0x7f7f7f7fu, v.z & 0x7f7f7f7fu, v.w & 0x7f7f7f7fu);
 }
 
-template <int DT, int EPL, int L, int BAR>
-__global__ void __launch_bounds__(MR_GX_THREADS, 1)
+#define MR_TAIL_PIECE 1024u /* units (16 B) per piece: 16 KB */
+/* 16 KB pieces of buf's 16-byte-aligned body in order from the counter *next, a warp each, until none is left
+ * (as P's clearing warps, large.cu: by-thread shares fixed at launch run at the pace of the SMs that hold the most
+ * CTAs, and CTAs that come up beside the routing are placed unevenly); edge < 16: this thread also clears head
+ * byte `edge` and tail byte `edge` where they exist (one group of 16 threads of the grid passes 0 .. 15). The
+ * whole warp calls it. */
+__device__ __forceinline__ void mr_clear_pieces(unsigned char* buf, size_t bytes, uint32_t* next, uint32_t edge) {
+  const uint32_t lane = threadIdx.x & 31u;
+  size_t head = (size_t)((16u - ((uintptr_t)buf & 15u)) & 15u);
+  if (head > bytes) head = bytes;
+  const size_t units = (bytes - head) / 16u, rest = bytes - head - units * 16u;
+  uint4* body = (uint4*)(buf + head);
+  const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+  if (edge < head) buf[edge] = 0;
+  if (edge < rest) buf[head + units * 16u + edge] = 0;
+  for (;;) {
+    uint32_t j = 0u;
+    if (lane == 0) j = atomicAdd(next, 1u);
+    j = __shfl_sync(MR_FULL_MASK, j, 0);
+    const size_t u0 = (size_t)j * MR_TAIL_PIECE;
+    if (u0 >= units) break; /* warp-uniform */
+    if (u0 + MR_TAIL_PIECE <= units) {
+#pragma unroll 8
+      for (uint32_t q = 0; q < MR_TAIL_PIECE / 32u; ++q) __stcs(body + u0 + q * 32u + lane, z);
+    } else {
+      for (size_t u = u0 + lane; u < units; u += 32u) __stcs(body + u, z);
+    }
+  }
+}
+template <int DT, int EPL, int L, int BAR, bool CLR = false>
+__global__ void __launch_bounds__(CLR ? MR_GX_THREADS_CLR : MR_GX_THREADS, 1)
     mr_gx_route_kernel(const __grid_constant__ mr_gate_p p, const __grid_constant__ mr_sort_out o,
                        const __grid_constant__ mr_gx_k a) {
   extern __shared__ __align__(16) uint32_t mr_gx_sm[];
@@ -320,8 +363,20 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   unsigned char* cb = (unsigned char*)(s_w64 + MR_GX_WARPS);
   uint32_t* rt = (uint32_t*)(cb + Ep); /* Ep % 16 == 0: aligned */
   mr_pdl_launch_dependents();
+  if constexpr (CLR) {
+    /* v47: moe_buf by the clearing warps (warps MR_GX_WARPS.. of every CTA, every warp of CTAs c >= G), at once
+     * (clr_mode 1) or after their CTA's gating (2), then by the routing warps as each finishes (below). The earlier
+     * work on the stream is complete: gx starts only once the zeroing launch let it, which it does after its own
+     * griddepcontrol.wait (as for the clear after gx, v25); the counter was zeroed before that (MR_GX_TAIL). */
+    if (c >= G || warp >= MR_GX_WARPS) {
+      if (c < G && a.clr_mode == 2u) asm volatile("bar.sync 2, %0;" ::"n"(MR_GX_THREADS_CLR) : "memory");
+      mr_clear_pieces(a.clr, a.clr_bytes, a.bar + MR_GX_TAIL_NEXT,
+                      c == 0u && warp == MR_GX_WARPS ? lane : 0xffffffffu); /* the edge bytes: CTA 0's warp 8 */
+      return;
+    }
+  }
   for (uint32_t e = tid; e < E; e += MR_GX_THREADS) tm[e] = 0u;
-  __syncthreads();
+  mr_gx_sync<CLR>();
   MR_GX_PROBE_AT(1);
 
   /* A. gating: segments of 16 lanes, RPW rows per warp and step */
@@ -347,7 +402,9 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
       if ((uint32_t)id < E && (o.expert_mask == NULL || __ldg(o.expert_mask + id) != 0)) atomicOr(tm + id, 1u << tl);
     }
   }
-  __syncthreads();
+  mr_gx_sync<CLR>();
+  if constexpr (CLR) /* v47, clr_mode 2: the CTA's clearing warps start now */
+    if (a.clr_mode == 2u) asm volatile("bar.arrive 2, %0;" ::"n"(MR_GX_THREADS_CLR) : "memory");
   MR_GX_PROBE_AT(2);
 
   /* B. row c of the count matrix, then the grid barrier (the zeroing launch's store must have
@@ -356,7 +413,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   constexpr bool FLAGGED = BAR == MR_GX_BAR_FLAG || BAR == MR_GX_BAR_FLAG1;
   constexpr unsigned char FL = FLAGGED ? 0x80u : 0u; /* v46: every byte of a row carries its flag */
   for (uint32_t e = tid; e < Ep; e += MR_GX_THREADS) cb[e] = (e < E ? (unsigned char)__popc(tm[e]) : 0u) | FL;
-  __syncthreads();
+  mr_gx_sync<CLR>();
   if constexpr (FLAGGED) {
     mr_pdl_wait(); /* the zeroing launch's clear of the matrix has completed (every thread: each then reads rows) */
     for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
@@ -364,8 +421,8 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
   } else {
     for (uint32_t q = tid; q < Ep / 16u; q += MR_GX_THREADS)
       ((uint4*)(a.cnt + (size_t)c * Ep))[q] = ((const uint4*)cb)[q];
-    __syncthreads();
-    mr_gx_grid_barrier<BAR == MR_GX_BAR_LEAN>(a.bar, G);
+    mr_gx_sync<CLR>();
+    mr_gx_grid_barrier<BAR == MR_GX_BAR_LEAN, CLR>(a.bar, G);
   }
 
   /* C. each expert's total and the count of the CTAs before c: thread (rg, col) sums column col
@@ -440,7 +497,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
       }
     }
   }
-  __syncthreads();
+  mr_gx_sync<CLR>();
   MR_GX_PROBE_AT(3);
   /* the padded scan over the experts, thread e (E <= 256) */
   unsigned long long v = 0ull;
@@ -461,7 +518,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     s_cnt[tid] = cn;
     s_pos[tid] = (uint32_t)run + bf;
   }
-  __syncthreads();
+  mr_gx_sync<CLR>();
   MR_GX_PROBE_AT(4);
 
   /* D. this CTA's entries; the padding and block ids of experts c + G j; the totals */
@@ -482,6 +539,7 @@ __global__ void __launch_bounds__(MR_GX_THREADS, 1)
     if (n != 0u) mr_emit_padding(&o, s_start[e], n, mr_udiv(n + U - 1u, U, o.u_magic) * U, s_loc[e], lane);
   }
   if (c == 0u && tid == 0u) mr_emit_totals(&o, (uint32_t)total);
+  if constexpr (CLR) mr_clear_pieces(a.clr, a.clr_bytes, a.bar + MR_GX_TAIL_NEXT, 0xffffffffu); /* v47 */
 }
 
 /* ======================================================================== */
@@ -611,39 +669,13 @@ extern "C" int mr_cuda_clear_tail_wanted(moeroute_op op, const mr_config* cfg) {
                                                  cfg->num_tokens * (int64_t)cfg->top_k >= MR_CLEAR_TAIL_MIN_N);
 }
 
-#define MR_TAIL_PIECE 1024u /* units (16 B) per piece: 16 KB */
 __global__ void __launch_bounds__(MR_TAIL_THREADS) mr_clear_tail_kernel(unsigned char* buf, size_t bytes,
                                                                         uint32_t* next) {
   if (next == nullptr) { /* a grid-stride split by thread */
     mr_clear_bytes(buf, bytes, (size_t)blockIdx.x * MR_TAIL_THREADS + threadIdx.x,
                    (size_t)gridDim.x * MR_TAIL_THREADS);
-  } else { /* 16 KB pieces of the 16-byte-aligned body in order from the counter, a warp each (as P's clearing
-              warps, large.cu: by-thread shares fixed at launch run at the pace of the SMs that hold the most
-              CTAs, and CTAs that come up beside the routing are placed unevenly); the head and the tail
-              bytes by CTA 0 */
-    const uint32_t lane = threadIdx.x & 31u;
-    size_t head = (size_t)((16u - ((uintptr_t)buf & 15u)) & 15u);
-    if (head > bytes) head = bytes;
-    const size_t units = (bytes - head) / 16u, rest = bytes - head - units * 16u;
-    uint4* body = (uint4*)(buf + head);
-    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-    if (blockIdx.x == 0) {
-      if (threadIdx.x < head) buf[threadIdx.x] = 0;
-      if (threadIdx.x < rest) buf[head + units * 16u + threadIdx.x] = 0;
-    }
-    for (;;) {
-      uint32_t j = 0u;
-      if (lane == 0) j = atomicAdd(next, 1u);
-      j = __shfl_sync(MR_FULL_MASK, j, 0);
-      const size_t u0 = (size_t)j * MR_TAIL_PIECE;
-      if (u0 >= units) break; /* warp-uniform */
-      if (u0 + MR_TAIL_PIECE <= units) {
-#pragma unroll 8
-        for (uint32_t q = 0; q < MR_TAIL_PIECE / 32u; ++q) __stcs(body + u0 + q * 32u + lane, z);
-      } else {
-        for (size_t u = u0 + lane; u < units; u += 32u) __stcs(body + u, z);
-      }
-    }
+  } else { /* pieces from the counter; the head and the tail bytes by CTA 0 */
+    mr_clear_pieces(buf, bytes, next, blockIdx.x == 0 ? threadIdx.x : 0xffffffffu);
   }
   mr_pdl_wait(); /* complete only after the routing launch before it */
 }
@@ -680,6 +712,18 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
   const bool flag = mr_knob_on(kn, MR_GX_FLAG && (wide || g->G <= MR_GX_FLAG_MAX_G)) != 0;
   const uint32_t flags = g->tail ? MR_GX_TAIL : 0u;
   const size_t smem = mr_gx_smem(g->E, g->R, g->k);
+  if (g->clr_mode != 0u) {
+    /* v47: the clearing warps beside the routing warps, and CTAs that only clear on the SMs gx leaves (one CTA of
+     * 512 threads per SM: <= 128 registers). The barrier form is the lean one here (knob gx_lean_bar aside). */
+    int sms = mr_cuda_sm_count();
+    const uint32_t grid = (uint32_t)sms > g->G ? (uint32_t)sms : g->G;
+    const uint32_t units = flag ? g->G * g->Ep / 16u : 0u;
+    auto kf = !flag ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN, true>
+              : kn == 2 || (kn == 0 && !wide) ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1, true>
+                                             : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG, true>;
+    return mr_gx_coop_launch(kf, grid, MR_GX_THREADS_CLR, smem, g->bar, MR_GX_TAIL, (uint4*)(units ? g->cnt : nullptr),
+                             units, stream, *p, *o, *g);
+  }
   if (flag)
     return mr_gx_coop_launch(kn == 2 || (kn == 0 && !wide) ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1>
                                                           : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>,
@@ -688,6 +732,25 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
   return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN>
                                 : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FULL>,
                            g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)nullptr, 0u, stream, *p, *o, *g);
+}
+
+/* v47 (session 42, knob gx_clear): route WITH a moe_buf by gx where gx takes the call without it, moe_buf cleared
+ * inside gx's launch: every CTA gets MR_GX_WARPS more warps that clear 16 KB pieces from a counter (at once, or after
+ * their CTA's gating), CTAs that only clear fill the SMs gx leaves, and each routing warp joins the clear as it
+ * finishes. Before it such calls took the paths with a moe_buf (the mid pair, the gate kernel + ctm's sort, P), whose
+ * route + buf was the memset plus the routing (results run 70, H100, DeepSeek-R1 softmax T = 4096: 27.3 us against a
+ * memset of 19.2 and route alone 8.8; the clear after gx, v25, and before it, v32, did no better). The clear's
+ * stores and the routing's loads share the DRAM; whether the routing hides under the clear is what the lab times.
+ * Returns the mode (MR_GX_CLEAR1 / MR_GX_CLEAR2) or 0. */
+#ifndef MR_GX_CLEAR_AUTO
+#define MR_GX_CLEAR_AUTO 0 /* no automatic rule until measured */
+#endif
+extern "C" int mr_cuda_gx_clear_mode(const mr_config* cfg) {
+  if (cfg->moe_buf_bytes == 0 || mr_cuda_tune.force_general) return 0;
+  const int kn = mr_cuda_tune.gx_clear;
+  if (kn < 0) return 0;
+  if (kn == 0) return MR_GX_CLEAR_AUTO ? MR_GX_CLEAR1 : 0;
+  return kn == 2 ? MR_GX_CLEAR2 : MR_GX_CLEAR1;
 }
 
 /* Route by gx (mr_cuda_gx_takes said so; workspace >= mr_cuda_gx_workspace, 16-byte aligned):
@@ -700,6 +763,11 @@ extern "C" cudaError_t mr_cuda_launch_gx_route(const mr_config* cfg, const mr_ga
   memset(&g, 0, sizeof g);
   g.tail = (flags & MR_GX_TAIL) != 0;
   if (!mr_gx_plan(cfg, &g.R, &g.G)) return cudaErrorInvalidConfiguration;
+  if ((flags & (MR_GX_CLEAR1 | MR_GX_CLEAR2)) && o->moe_buf_bytes != 0) { /* v47 */
+    g.clr_mode = (flags & MR_GX_CLEAR2) ? 2u : 1u;
+    g.clr = o->moe_buf;
+    g.clr_bytes = o->moe_buf_bytes;
+  }
 #if MR_GX_PROBES
   g.probe = (uint32_t)mr_cuda_tune.gx_probe;
 #endif
