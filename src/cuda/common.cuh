@@ -456,7 +456,8 @@ typedef struct mr_cuda_tuning {
                             The same bits either way */
   int gx_clear;          /* v47 (session 42): route WITH a moe_buf by gx where gx takes the call without it, moe_buf
                             cleared inside gx's launch by warps beside the routing warps (gx.cu mr_cuda_gx_clear_mode):
-                            0 = auto (gx.cu MR_GX_CLEAR_AUTO), 1 = on, the clearing warps starting at once, 2 = on, the
+                            0 = auto (gx.cu MR_GX_CLEAR_AUTO: mode 2 where k >= 8, E >= 128, T >= 1024; lab call 129),
+                            1 = on, the clearing warps starting at once, 2 = on, the
                             clearing warps starting after their CTA's gating, -1 = off. The same bits either way */
   int gx_probe;          /* lab (session 41): gx's route kernel returns at phase end N (1 - 4; gx.cu MR_GX_PROBES),
                             outputs WRONG; no effect unless the library is built with -DMR_GX_PROBES=1 */

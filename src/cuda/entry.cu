@@ -10,6 +10,9 @@
  *          moe_buf, 256 <= T <= 4096 wherever the     (gx.cu, design 37; flagged rows
  *          pair does not fit (v45b)                   without its barrier where E > 128
  *                                                     (v46d) or G <= 32 (v46))
+ *          the same with a moe_buf where k >= 8,         gx with clearing warps beside the
+ *          E >= 128, T >= 1024 (v47)                   routing warps and CTAs that only
+ *                                                       clear (gx.cu mr_cuda_gx_clear_mode)
  *          4 <= k <= 10, E >= 128, T*k >= 16384         the gate kernel, then gxs: a zeroing
  *          (30720 for E > 384; for rows the gate        launch (none for segmented rows:
  *          kernel segments 65536 where E > 128, else    the gate kernel zeroes gxs's word,

@@ -742,14 +742,32 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
  * memset of 19.2 and route alone 8.8; the clear after gx, v25, and before it, v32, did no better). The clear's
  * stores and the routing's loads share the DRAM; whether the routing hides under the clear is what the lab times.
  * Returns the mode (MR_GX_CLEAR1 / MR_GX_CLEAR2) or 0. */
+/* The automatic rule (lab call 129, H100, `bench/results/run71/lab_summary.txt`, gxs_lab --gxclear, kernel metric, route
+ * + buf in us: the paths before / gx_clear 1 / gx_clear 2 / the clear after gx (v25); memset alone):
+ *   DeepSeek-R1 softmax (E = 256, k = 8): T = 256 7.29 / 8.43 / 7.36 / 7.28 (1.98); 1024 10.22 / 10.44 / 10.14 / 8.40
+ *     (4.81); 2048 15.02 / 14.67 / 14.63 / 17.69 (8.44); 4096 27.62 / 25.32 / **24.77** / 27.45 (19.26);
+ *   Qwen3-235B (E = 128, k = 8): 1024 10.12 / 9.39 / **8.31** / 8.41 (3.17); 4096 19.38 / 16.80 / **16.26** / 17.68 (9.55);
+ *   GPT-OSS-120B (E = 128, k = 4): 1024 7.63 / 8.79 / 7.51 / 7.62; 2048 9.82 / 10.42 / 10.39 / 12.51; 4096 13.22 / 14.24
+ *     / 13.55 / 15.27 (slower from 2048);
+ *   DBRX (E = 16, k = 4): 1024 8.19 / 10.38 / 8.75 / 8.66; 4096 20.72 / 21.69 / 21.40 / 23.43 (slower).
+ * So gx_clear 2 where k >= 8, E >= 128 and T >= 1024 (never slower than the paths before there; -10 % / -16 % at T =
+ * 4096), nowhere else. (The clear after gx was faster still at DeepSeek-R1 softmax T = 1024, 8.40, and slower at 2048:
+ * not in the rule, one point.) */
 #ifndef MR_GX_CLEAR_AUTO
-#define MR_GX_CLEAR_AUTO 0 /* no automatic rule until measured */
+#define MR_GX_CLEAR_AUTO 1
 #endif
+#define MR_GX_CLEAR_MIN_T 1024
+#define MR_GX_CLEAR_MIN_E 128
+#define MR_GX_CLEAR_MIN_K 8
 extern "C" int mr_cuda_gx_clear_mode(const mr_config* cfg) {
   if (cfg->moe_buf_bytes == 0 || mr_cuda_tune.force_general) return 0;
   const int kn = mr_cuda_tune.gx_clear;
   if (kn < 0) return 0;
-  if (kn == 0) return MR_GX_CLEAR_AUTO ? MR_GX_CLEAR1 : 0;
+  if (kn == 0)
+    return MR_GX_CLEAR_AUTO && cfg->num_tokens >= MR_GX_CLEAR_MIN_T && cfg->num_experts >= MR_GX_CLEAR_MIN_E &&
+                   cfg->top_k >= MR_GX_CLEAR_MIN_K
+               ? MR_GX_CLEAR2
+               : 0;
   return kn == 2 ? MR_GX_CLEAR2 : MR_GX_CLEAR1;
 }
 

@@ -2133,7 +2133,10 @@ static void group_thresholds(void) {
       {"odd-257", 1023, 1, 0},       /* sqrt_softplus, k = 9, E = 257 (EPL = 16): exact keys from 1024 */
       /* route with a moe_buf at gx's bounds (gx takes the call without it; v32's head clear there measured slower and
          was removed, perf-log v32): the paths with a moe_buf on both sides */
-      {"ds-softmax", 1023, 2, 0},    /* moe_buf [T, model_dim] */
+      {"ds-softmax", 1023, 2, 0},    /* moe_buf [T, model_dim]; since v47 (session 42, gx.cu mr_cuda_gx_clear_mode: k >= 8,
+                                        E >= 128, T >= 1024) gx with the clear inside its launch from 1024 */
+      {"ds-softmax", 4096, 2, 0},    /* v47 up to gx's 4096, the paths with a moe_buf from 4097 */
+      {"qwen3", 1023, 2, 0},         /* v47 at E = 128, k = 8 from 1024 */
       {"gpt-oss-120b", 4096, 0, 0},  /* (the engine's moe_buf; 4097: the paths with a moe_buf) */
       {"sm-e160", 2047, 0, 0},       /* (fp16, E = 160, k = 6: gx on both sides) */
       /* sigmoid rows without groups by segments of 16 lanes (v33, gate.cu mr_gate_sigseg_on): 144 < E <= 384 from
