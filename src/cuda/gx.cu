@@ -752,22 +752,31 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
  *   DBRX (E = 16, k = 4): 1024 8.19 / 10.38 / 8.75 / 8.66; 4096 20.72 / 21.69 / 21.40 / 23.43 (slower).
  * So gx_clear 2 where k >= 8, E >= 128 and T >= 1024 (never slower than the paths before there; -10 % / -16 % at T =
  * 4096), nowhere else. (The clear after gx was faster still at DeepSeek-R1 softmax T = 1024, 8.40, and slower at 2048:
- * not in the rule, one point.) */
+ * not in the rule, one point.) Lab call 131 (`dev/runs/run131/`): T = 1536 / 3072 (G = 96) DeepSeek-R1 softmax 13.17 /
+ * 11.37, 23.42 / 18.51; Qwen3-235B 11.44 / 10.44, 17.23 / 13.42 (before / gx_clear 2).
+ * Except (results run 72, H100, the scaling sweep's inputs): DeepSeek-R1 softmax T = 2048 route + buf 14.60 by v47
+ * against 14.27 by the paths before (results run 71) and the chain's 14.24, +2.5 % (the lab's inputs had it 2 - 3 %
+ * faster: 14.59 against 14.90). There gx has 16 rows per CTA on 128 CTAs: the clear has 4 SMs to itself, the memset
+ * (8.4 us) is no longer than the routing (7.0), and the paths before already overlap it. So not where R = 16 and
+ * G >= 128 for E > 128 (T = 2033 - 2112 on 132 SMs); Qwen3-235B (E = 128) at 2048 gains 11 % (12.92 -> 11.48). */
 #ifndef MR_GX_CLEAR_AUTO
 #define MR_GX_CLEAR_AUTO 1
 #endif
 #define MR_GX_CLEAR_MIN_T 1024
 #define MR_GX_CLEAR_MIN_E 128
 #define MR_GX_CLEAR_MIN_K 8
+#define MR_GX_CLEAR_FULL_G 128 /* the exception above: 16 rows per CTA on at least this many CTAs, E > 128 */
 extern "C" int mr_cuda_gx_clear_mode(const mr_config* cfg) {
   if (cfg->moe_buf_bytes == 0 || mr_cuda_tune.force_general) return 0;
   const int kn = mr_cuda_tune.gx_clear;
   if (kn < 0) return 0;
-  if (kn == 0)
-    return MR_GX_CLEAR_AUTO && cfg->num_tokens >= MR_GX_CLEAR_MIN_T && cfg->num_experts >= MR_GX_CLEAR_MIN_E &&
-                   cfg->top_k >= MR_GX_CLEAR_MIN_K
-               ? MR_GX_CLEAR2
-               : 0;
+  if (kn == 0) {
+    uint32_t R, G;
+    if (!MR_GX_CLEAR_AUTO || cfg->num_tokens < MR_GX_CLEAR_MIN_T || cfg->num_experts < MR_GX_CLEAR_MIN_E ||
+        cfg->top_k < MR_GX_CLEAR_MIN_K || !mr_gx_plan(cfg, &R, &G))
+      return 0;
+    return R == MR_GX_LPR && G >= MR_GX_CLEAR_FULL_G && cfg->num_experts > MR_GX_CLEAR_MIN_E ? 0 : MR_GX_CLEAR2;
+  }
   return kn == 2 ? MR_GX_CLEAR2 : MR_GX_CLEAR1;
 }
 

@@ -1,0 +1,1 @@
+build-dev/tools/moeroute bench --backend cuda --format csv
