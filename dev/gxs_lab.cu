@@ -378,6 +378,18 @@ static int setup_with_buf(Case* c, const char* what, const char* model, int T, u
   if (rc != 0) printf("%s %s T=%d: setup failed\n", what, model, T);
   return rc;
 }
+/* route once with every output poisoned and moe_buf 0xFF first; moe_buf must come back zero (else a line naming
+ * `what` and *bad + 1); returns the host copies of the outputs (--head, --gxclear) */
+static uint32_t** route_buf_fetch(Case* c, const char* what, int* bad, cudaStream_t s) {
+  poison(c, 0);
+  CK(cudaMemset(c->b.moe_buf, 0xFF, c->p.moe_buf_bytes));
+  *bad += run_op(c, MOEROUTE_OP_ROUTE, s);
+  if (!buf_is_zero(c)) {
+    printf("   %s: moe_buf not zero\n", what);
+    ++*bad;
+  }
+  return fetch(c, 0);
+}
 static int tail_case(const char* model, int T, int do_check, int do_time, cudaStream_t s) {
   Case c;
   if (setup_with_buf(&c, "tail", model, T, 0x7a11u + (uint64_t)T) != 0) return 1;
@@ -465,14 +477,7 @@ static int gxclear_case(const char* model, int T, int do_check, int do_time, cud
     uint32_t** r[NGC];
     for (int f = 0; f < NGC; ++f) {
       gc_form(f);
-      poison(&c, 0);
-      CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
-      bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
-      if (!buf_is_zero(&c)) {
-        printf("   gxclear %s: moe_buf not cleared\n", gc_name[f]);
-        ++bad;
-      }
-      r[f] = fetch(&c, 0);
+      r[f] = route_buf_fetch(&c, gc_name[f], &bad, s);
     }
     gc_form(0);
     for (int f = 1; f < NGC; ++f) bad += cmp(gc_name[f], r[f], r[0], c.len, 0);
@@ -550,14 +555,7 @@ static int head_case(const char* model, int T, int do_check, int do_time, cudaSt
     uint32_t** h[NHEAD];
     for (int f = 0; f < NHEAD; ++f) {
       head_form(f);
-      poison(&c, 0);
-      CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
-      bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
-      if (!buf_is_zero(&c)) {
-        printf("   %s: moe_buf not zero\n", head_name[f]);
-        ++bad;
-      }
-      h[f] = fetch(&c, 0);
+      h[f] = route_buf_fetch(&c, head_name[f], &bad, s);
       if (f == 1) { /* the CPU sort of this top-k (without the moe_buf: no host copy of it; checked above) */
         const size_t nb = c.p.moe_buf_bytes;
         c.p.moe_buf_bytes = 0;
