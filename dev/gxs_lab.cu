@@ -383,6 +383,7 @@ static int setup_with_buf(Case* c, const char* what, const char* model, int T, u
 static uint32_t** route_buf_fetch(Case* c, const char* what, int* bad, cudaStream_t s) {
   poison(c, 0);
   CK(cudaMemset(c->b.moe_buf, 0xFF, c->p.moe_buf_bytes));
+  CK(cudaDeviceSynchronize()); /* the legacy stream does not order the non-blocking one (session 42's review) */
   *bad += run_op(c, MOEROUTE_OP_ROUTE, s);
   if (!buf_is_zero(c)) {
     printf("   %s: moe_buf not zero\n", what);
@@ -402,12 +403,14 @@ static int tail_case(const char* model, int T, int do_check, int do_time, cudaSt
     mr_cuda_tune.clear_tail = form[f];
     poison(&c, 0);
     CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
+    CK(cudaDeviceSynchronize()); /* the legacy stream does not order the non-blocking one (session 42's review) */
     bad += run_op(&c, MOEROUTE_OP_ROUTE, s);
     if (do_check && !buf_is_zero(&c)) ++bad;
     h[0][f] = fetch(&c, 0);
     /* the sort from the top-k route left (the same in both forms: compared below) */
     poison(&c, 2);
     CK(cudaMemset(c.b.moe_buf, 0xFF, c.p.moe_buf_bytes));
+    CK(cudaDeviceSynchronize()); /* the legacy stream does not order the non-blocking one (session 42's review) */
     bad += run_op(&c, MOEROUTE_OP_SORT, s);
     if (do_check && !buf_is_zero(&c)) ++bad;
     h[1][f] = fetch(&c, 2);

@@ -458,7 +458,9 @@ typedef struct mr_cuda_tuning {
                             cleared inside gx's launch by warps beside the routing warps (gx.cu mr_cuda_gx_clear_mode):
                             0 = auto (gx.cu MR_GX_CLEAR_AUTO: mode 2 where k >= 8, E >= 128, T >= 1024; lab call 129),
                             1 = on, the clearing warps starting at once, 2 = on, the
-                            clearing warps starting after their CTA's gating, -1 = off. The same bits either way */
+                            clearing warps starting after their CTA's gating, -1 = off (3 and above act as 1; the
+                            lean barrier where gx's rule takes the barrier, knob gx_lean_bar aside). The same bits
+                            either way */
   int gx_probe;          /* lab (session 41): gx's route kernel returns at phase end N (1 - 4; gx.cu MR_GX_PROBES),
                             outputs WRONG; no effect unless the library is built with -DMR_GX_PROBES=1 */
   int gxs_gate_zero;     /* v26: where route's gate kernel before gxs is the segment kernel (mr_cuda_gate_segmented),

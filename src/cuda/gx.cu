@@ -152,17 +152,19 @@ static uint32_t mr_gx_stagger(void) {
  * the knob gx_probe says so (1 after its prologue, 2 after the gating, 3 after the exchange and the read-back, 4
  * after the scan: every CTA at the same point, so nothing waits on a CTA that returned; each waits for the zeroing
  * launch first, griddepcontrol.wait, so that no grid ends before the one it depends on); the outputs are then WRONG.
- * The default build has neither the branches nor the field (the kernels as without this). */
+ * The default build has neither the branches nor the field (the kernels as without this). Not in v47's form (CLR):
+ * its clearing warps wait at named barrier 2 for the routing warps' arrival after the gating, which a return at
+ * probe 1 would never make (a helper's review, session 42); the probes there time the whole call. */
 #ifndef MR_GX_PROBES
 #define MR_GX_PROBES 0
 #endif
 #if MR_GX_PROBES
-#define MR_GX_PROBE_AT(n)   \
-  do {                      \
-    if (a.probe == (n)) {   \
-      mr_pdl_wait();        \
-      return;               \
-    }                       \
+#define MR_GX_PROBE_AT(n)        \
+  do {                           \
+    if (!CLR && a.probe == (n)) { \
+      mr_pdl_wait();             \
+      return;                    \
+    }                            \
   } while (0)
 #else
 #define MR_GX_PROBE_AT(n) \

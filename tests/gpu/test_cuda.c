@@ -2132,7 +2132,7 @@ static void group_thresholds(void) {
       {"ssp-e160-g5", 4095, 0, 0},   /* grouped through shared memory (five groups), sqrt_softplus, fp16: exact keys */
       {"odd-257", 1023, 1, 0},       /* sqrt_softplus, k = 9, E = 257 (EPL = 16): exact keys from 1024 */
       /* route with a moe_buf at gx's bounds (gx takes the call without it; v32's head clear there measured slower and
-         was removed, perf-log v32): the paths with a moe_buf on both sides */
+         was removed, perf-log v32): the paths with a moe_buf on both sides, but where v47 takes it (below) */
       {"ds-softmax", 1023, 2, 0},    /* moe_buf [T, model_dim]; since v47 (session 42, gx.cu mr_cuda_gx_clear_mode: k >= 8,
                                         E >= 128, T >= 1024) gx with the clear inside its launch from 1024 */
       {"ds-softmax", 2032, 2, 0},    /* v47 to 2032 (127 CTAs of 16 rows on 132 SMs), not from 2033 (128: gx.cu
