@@ -66,6 +66,10 @@ if [ "${CUDA_CHECK:-0}" -gt 0 ]; then
     # optional (SEG_CHECK=N): N more configurations on the segment rows alone (cuda_check --seg)
     if [ "${SEG_CHECK:-0}" -gt 0 ]; then
       timeout 120 $B/cuda_check --seg --seed 2 --configs $SEG_CHECK --no-time >> $O/cuda_check.log 2>&1; echo "seg rc=$?" >> $O/cuda_check.log
+    fi
+    # optional (GXC_CHECK=N): N more configurations where v47 can take route with a moe_buf (cuda_check --gxclear)
+    if [ "${GXC_CHECK:-0}" -gt 0 ]; then
+      timeout 120 $B/cuda_check --gxclear --seed 3 --configs $GXC_CHECK --no-time >> $O/cuda_check.log 2>&1; echo "gxclear rc=$?" >> $O/cuda_check.log
     fi ) &
   LABLOGS="$LABLOGS cuda_check.log"
 fi

@@ -356,6 +356,37 @@ static void seg_focus(Case* c) {
   }
 }
 
+/* --gxclear (session 42, v47): every case one that gx takes without a moe_buf by its automatic rule (16-bit softmax
+ * without bias or groups, 16 <= E <= 256, k <= 8, 256 <= T <= 4096; T at the rule's and gx's plan edges), WITH a
+ * moe_buf (an engine's [T, model_dim], or odd sizes down to a few bytes; the drawn offset), and knob gx_clear 0 / 1 / 2
+ * (1 and 2 put the clear inside gx's launch wherever gx takes the call, at once or after the CTA's gating), gx's
+ * exchange form drawn, the clear after gx off. A helper's review of v47 (session 42) found the random draws reach v47
+ * in none of the results runs' 200 cases. */
+static int g_gxc_focus = 0;
+static void gxc_focus(Case* c) {
+  static const int Es[] = {16, 64, 128, 128, 160, 256, 256};
+  static const int Ts[] = {256, 300, 1023, 1024, 1500, 2032, 2033, 2112, 2113, 3000, 4096};
+  moeroute_params* p = &c->p;
+  p->num_experts = pick(Es, sizeof Es / sizeof *Es);
+  p->top_k = urand() < 0.6 ? 8 : 1 + irand(8);
+  p->num_tokens = pick(Ts, sizeof Ts / sizeof *Ts);
+  p->logits_dtype = urand() < 0.5 ? MOEROUTE_DTYPE_BF16 : MOEROUTE_DTYPE_FP16;
+  p->score = MOEROUTE_SCORE_SOFTMAX;
+  p->logits_row_stride = urand() < 0.3 ? p->num_experts + irand(8) : 0; /* odd strides: unaligned rows */
+  p->num_groups = 1;
+  p->topk_groups = 1;
+  c->has_bias = 0;
+  const double u = urand();
+  p->moe_buf_bytes = u < 0.6   ? (size_t)p->num_tokens * (urand() < 0.5 ? 7168u : 2880u) * 2u
+                     : u < 0.9 ? (size_t)irand(100000) + 1u
+                               : (size_t)irand(15) + 1u;
+  c->tune.force_general = 0;
+  c->tune.gx = 0;
+  c->tune.gx_clear = irand(3);
+  c->tune.gx_flag = irand(4) - 1;
+  c->tune.clear_tail = -1;
+}
+
 static void gen_inputs(const Case* c, Host* h) {
   const moeroute_params* p = &c->p;
   const int64_t T = p->num_tokens, E = p->num_experts;
@@ -956,9 +987,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "-v")) g_verbose = 1;
     else if (!strcmp(argv[i], "--dry") && i + 1 < argc) dry = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seg")) g_seg_focus = 1;
+    else if (!strcmp(argv[i], "--gxclear")) g_gxc_focus = 1;
     else {
       fprintf(stderr,
-              "usage: cuda_check [--configs N] [--seed S] [--no-time] [--no-check] [--quick-time] [-v] [--dry N] [--seg]\n");
+              "usage: cuda_check [--configs N] [--seed S] [--no-time] [--no-check] [--quick-time] [-v] [--dry N] [--seg] [--gxclear]\n");
       return 2;
     }
   }
@@ -968,6 +1000,7 @@ int main(int argc, char** argv) {
       Case c;
       gen_case(&c);
       if (g_seg_focus) seg_focus(&c);
+      if (g_gxc_focus) gxc_focus(&c);
       Host h;
       gen_inputs(&c, &h);
       const int64_t n = c.p.num_tokens * c.p.top_k;
@@ -1011,6 +1044,7 @@ int main(int argc, char** argv) {
       Case c;
       gen_case(&c);
       if (g_seg_focus) seg_focus(&c);
+      if (g_gxc_focus) gxc_focus(&c);
       if (g_verbose)
         printf("case %d: E=%d k=%d T=%lld\n", i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens);
       run_case(&c);
