@@ -705,6 +705,21 @@ extern "C" cudaError_t mr_cuda_launch_clear_tail(unsigned char* buf, size_t byte
   return cudaSuccess;
 }
 
+/* The route kernel of an exchange form: the flagged rows (v46d, or v46 where v46), else the grid barrier, lean or with
+ * its full fences; v47's form (CLR) has no full-fence instantiation and takes the lean barrier (knob gx_lean_bar
+ * aside). */
+template <int DT, int EPL, int L, bool CLR>
+static auto mr_gx_route_kernel_for(bool flag, bool v46, bool lean) {
+  if (flag)
+    return v46 ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1, CLR> : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG, CLR>;
+  if constexpr (CLR) {
+    (void)lean;
+    return mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN, CLR>;
+  } else {
+    return lean ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN, CLR> : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FULL, CLR>;
+  }
+}
+
 template <int DT, int EPL, int L>
 static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, const mr_gx_k* g, cudaStream_t stream) {
   const bool lean = mr_knob_on(mr_cuda_tune.gx_lean_bar, MR_GX_LEAN_BAR) != 0;
@@ -712,28 +727,19 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
   const bool wide = g->E > MR_GX_FLAGD_MIN_E;
   const int kn = mr_cuda_tune.gx_flag;
   const bool flag = mr_knob_on(kn, MR_GX_FLAG && (wide || g->G <= MR_GX_FLAG_MAX_G)) != 0;
-  const uint32_t flags = g->tail ? MR_GX_TAIL : 0u;
+  const bool v46 = kn == 2 || (kn == 0 && !wide);
+  const uint32_t units = flag ? g->G * g->Ep / 16u : 0u; /* v46's count matrix for the zeroing launch to clear */
+  uint4* mat = units ? (uint4*)g->cnt : nullptr;
   const size_t smem = mr_gx_smem(g->E, g->R, g->k);
   if (g->clr_mode != 0u) {
     /* v47: the clearing warps beside the routing warps, and CTAs that only clear on the SMs gx leaves (one CTA of
-     * 512 threads per SM: <= 128 registers). The barrier form is the lean one here (knob gx_lean_bar aside). */
-    int sms = mr_cuda_sm_count();
-    const uint32_t grid = (uint32_t)sms > g->G ? (uint32_t)sms : g->G;
-    const uint32_t units = flag ? g->G * g->Ep / 16u : 0u;
-    auto kf = !flag ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN, true>
-              : kn == 2 || (kn == 0 && !wide) ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1, true>
-                                             : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG, true>;
-    return mr_gx_coop_launch(kf, grid, MR_GX_THREADS_CLR, smem, g->bar, MR_GX_TAIL, (uint4*)(units ? g->cnt : nullptr),
-                             units, stream, *p, *o, *g);
+     * 512 threads per SM: <= 128 registers); the zeroing launch zeroes the clear's piece counter (MR_GX_TAIL) */
+    const uint32_t sms = (uint32_t)mr_cuda_sm_count();
+    return mr_gx_coop_launch(mr_gx_route_kernel_for<DT, EPL, L, true>(flag, v46, lean), sms > g->G ? sms : g->G,
+                             MR_GX_THREADS_CLR, smem, g->bar, MR_GX_TAIL, mat, units, stream, *p, *o, *g);
   }
-  if (flag)
-    return mr_gx_coop_launch(kn == 2 || (kn == 0 && !wide) ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG1>
-                                                          : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FLAG>,
-                             g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)g->cnt, g->G * g->Ep / 16u, stream, *p,
-                             *o, *g);
-  return mr_gx_coop_launch(lean ? mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_LEAN>
-                                : mr_gx_route_kernel<DT, EPL, L, MR_GX_BAR_FULL>,
-                           g->G, MR_GX_THREADS, smem, g->bar, flags, (uint4*)nullptr, 0u, stream, *p, *o, *g);
+  return mr_gx_coop_launch(mr_gx_route_kernel_for<DT, EPL, L, false>(flag, v46, lean), g->G, MR_GX_THREADS, smem,
+                           g->bar, g->tail ? MR_GX_TAIL : 0u, mat, units, stream, *p, *o, *g);
 }
 
 /* v47 (session 42, knob gx_clear): route WITH a moe_buf by gx where gx takes the call without it, moe_buf cleared
