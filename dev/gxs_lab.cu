@@ -919,6 +919,19 @@ static int gatefilt_case(const char* model, int T, int do_time, cudaStream_t s) 
   return bad;
 }
 
+/* A mode whose case takes (model, T, do_check, do_time): each model at each T, then the stream destroyed and the
+ * failures counted (--bounds, --gxclear); the exit status */
+typedef int (*lab_case_fn)(const char* model, int T, int do_check, int do_time, cudaStream_t s);
+static int each_case(lab_case_fn f, const char* mode, const char* const* models, int nm, const int* ts, int nts,
+                     int do_check, int do_time, cudaStream_t s) {
+  int fails = 0;
+  for (int m = 0; m < nm; ++m)
+    for (int j = 0; j < nts; ++j) fails += f(models[m], ts[j], do_check, do_time, s);
+  CK(cudaStreamDestroy(s));
+  printf("gxs lab --%s: %d failure(s)\n", mode, fails);
+  return fails ? 1 : 0;
+}
+
 int main(int argc, char** argv) {
   int do_time = 1, quick = 0, probes = 0, do_check = 1, tail = 0;
   int ts[24] = {256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536}, nts = 9;
@@ -986,11 +999,7 @@ int main(int argc, char** argv) {
       nts = 1;
       ts[0] = 1024;
     }
-    for (int m = 0; m < nm; ++m)
-      for (int j = 0; j < nts; ++j) fails += gxclear_case(models[m], ts[j], do_check, do_time && !quick, s);
-    CK(cudaStreamDestroy(s));
-    printf("gxs lab --gxclear: %d failure(s)\n", fails);
-    return fails ? 1 : 0;
+    return each_case(gxclear_case, "gxclear", models, nm, ts, nts, do_check, do_time && !quick, s);
   }
   if (tail == 5) { /* --gatewide: each model at each T of --ts */
     for (int m = 0; m < nm; ++m)
@@ -1006,11 +1015,7 @@ int main(int argc, char** argv) {
       ts[0] = 1024;
       ts[1] = 4096;
     }
-    for (int m = 0; m < nm; ++m)
-      for (int j = 0; j < nts; ++j) fails += bounds_case(models[m], ts[j], do_check, do_time && !quick, s);
-    CK(cudaStreamDestroy(s));
-    printf("gxs lab --bounds: %d failure(s)\n", fails);
-    return fails ? 1 : 0;
+    return each_case(bounds_case, "bounds", models, nm, ts, nts, do_check, do_time && !quick, s);
   }
   if (tail) { /* --tail alone: its checks and (unless --no-time) its timing at each T of --ts */
     if (quick) { /* the sanitizers' set: gx's route (2048) and gxs's sort and route (6500) */
