@@ -254,7 +254,8 @@ static void gen_case(Case* c) {
   c->tune.tiny_warm = irand(2); /* the one-pass route's warm pass (v15) */
   static const int Gt[] = {0, 0, 0, 1, 2, 3}; /* the grid token-mask sort (v16): off / sort + route / sort only / route fused */
   c->tune.gtm = pick(Gt, 6);
-  c->tune.tiny_op_own = irand(3) - 1; /* the one-pass layout's blocks by word ownership (v17): off / auto / on */
+  c->tune.tiny_op_own = irand(4) - 1; /* the one-pass layout's blocks: search / auto / word ownership (v17) / entry
+                                          ownership (v48) */
   c->tune.wide_rank_unroll = irand(3) - 1; /* the grouped wide rows' group ranks unrolled (v17): off / auto / on */
   c->tune.gate_seg_filter = irand(3) - 1; /* the segment rows' filter before the network (v20): never / auto / always */
   c->tune.gate_seg_form = irand(5) - 1; /* the segment rows' form (v21): v20's / automatic / packed pairs / packed,

@@ -38,6 +38,9 @@
  *    (mr_cuda_tune.tiny_op_own) against the default, 16-bit softmax rows, T = 2 .. 16, four input
  *    kinds (the expert mask included), as --twarm: bits, then the kernel and eager metrics.
  *    --no-time [--quick]: the check alone.
+ * --tent (session 43, perf-log v48): the one-pass layout's blocks by entry ownership (tiny_op_own 2) against the
+ *    default, as --town: bits (T = 2 .. 16, three forms, odd E), then the kernel and eager metrics at T = 2 .. 8.
+ *    --no-time [--quick]: the check alone.
  * --tru (session 18, perf-log v17): the grouped wide rows' group ranks unrolled
  *    (mr_cuda_tune.wide_rank_unroll) against the default, tiny.cu's wide route at T = 1, four grouped
  *    shapes, as --twarm: bits, then the kernel and eager metrics. --no-time [--quick]: the check alone.
@@ -1420,6 +1423,36 @@ static int town(void) {
   return bad;
 }
 
+/* --tent (session 43, perf-log v48): tiny_op_own 2, the one-pass layout's blocks by entry ownership (the entry of each
+ * expert's lowest token writes its block's id, its warp the padding), against the default route (the block search, or
+ * word ownership where mr_tiny_own_auto takes it: k <= 4, T*k <= 16). The bits first in --town's three forms over PKX
+ * and PK, T = 2 .. 16 (the cluster form is off in wide_lab, so T = 9 - 16 run the 512-thread one-pass route), then
+ * the timing table over PK at T = 2 .. 8 (the default route there is this form's only competitor). */
+static int tent(void) {
+  static const int TS[] = {2, 3, 4, 5, 6, 8, 9, 12, 16}, TQ[] = {2, 5, 9}, TT[] = {2, 3, 4, 6, 8};
+  const int* ts = g_tm_quick ? TQ : TS;
+  const int nt = g_tm_quick ? 3 : 9;
+  int bad = 0;
+  for (int form = 0; form < 3; ++form) {
+    mr_cuda_tune.tiny_op_regs = form == 1 ? 1 : form == 2 ? -1 : 0;
+    mr_cuda_tune.tiny_threads = form == 2 ? 512 : 0;
+    printf("form %d (tiny_op_regs %d, tiny_threads %d), PKX: ", form, mr_cuda_tune.tiny_op_regs,
+           mr_cuda_tune.tiny_threads);
+    const KnobAB x = {"tiny_op_own=2", 0, 2, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_op_own,
+                      mr_cuda_tiny_own_c, ts, nt, 4, 1};
+    bad |= knob_ab(&x);
+    printf("form %d, PK: ", form);
+    const KnobAB y = {"tiny_op_own=2", 0, 2, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 1};
+    bad |= knob_ab(&y);
+  }
+  mr_cuda_tune.tiny_op_regs = 0;
+  mr_cuda_tune.tiny_threads = 0;
+  if (g_check_only) return bad;
+  const KnobAB k = {"tiny_op_own=2", 0, 2, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, TT, 5, 4, 0};
+  bad |= knob_ab(&k);
+  return bad;
+}
+
 /* --tfilt (session 35, perf-log v40): tiny_filt, the sigmoid rows that the wide form takes, a warp per row by
  * gate.cuh's filter on approximate keys, against the default route (the wide rows: tiny.cu at T = 1, the cluster
  * form of the wide rows at 2 <= T <= 16 for E <= 256 and T <= 8 for E = 384, else the pair), with the cluster form's
@@ -1497,6 +1530,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--tcl")) return tcl();
   if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
+  if (argc > 1 && !strcmp(argv[1], "--tent")) return tent();
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
   if (argc > 1 && !strcmp(argv[1], "--tfilt")) return tfilt();
   if (argc > 1 && !strcmp(argv[1], "--tfilt9")) return tfilt9();

@@ -390,7 +390,9 @@ typedef struct mr_cuda_tuning {
   int tiny_op_own;       /* tiny.cu's one-pass route (not the cluster form, not with tiny_warm): the blocks by word
                             ownership, warp w taking presence words w, w + warps, ... (each present expert's block from
                             its word's prefix, no search; v17): 0 = auto (tiny.cuh mr_tiny_own_auto: k <= 4,
-                            T*k <= 16, lab call 53), 1 = on, -1 = off */
+                            T*k <= 16, lab call 53), 1 = on, -1 = off; 2 = the blocks by entry ownership instead
+                            (v48, lab: the entry of each expert's lowest token writes its block's id, its warp the
+                            padding; entries spread evenly over the warps) */
   int wide_rank_unroll;  /* tiny.cu's route of grouped wide gate rows (T = 1, not the cluster form): the groups'
                             ranks by eight broadcast reads in flight instead of one shuffle after the other (v17,
                             0 = auto (MR_TINY_RU_AUTO: on, lab call 53), 1 = on, -1 = off */

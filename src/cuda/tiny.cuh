@@ -79,8 +79,8 @@ typedef struct mr_tiny_k {
                              (live = false), so that the layout's instructions are fetched before the barrier
                              (the one-pass route with 256 threads; a kernel instantiation of its own) */
   /* (three 8-bit flags and a spare byte in one word: the kernels' parameter block keeps its size and layout) */
-  uint8_t own;            /* lab knob tiny_op_own (v17): the one-pass route's blocks by word ownership
-                             (mr_tiny_onepass OWN; a kernel instantiation of its own) */
+  uint8_t own;            /* lab knob tiny_op_own: the one-pass route's blocks by word ownership (1, v17) or by
+                             entry ownership (2, v48) (mr_tiny_onepass OWN; kernel instantiations of their own) */
   uint8_t ru;             /* lab knob wide_rank_unroll (v17): the grouped wide rows' group ranks by eight reads in
                              flight (mr_gate_wide_row RU; a kernel instantiation of its own) */
   uint8_t filt;           /* lab knob tiny_filt (v40): the sigmoid rows that the wide form would take, a warp per row
@@ -268,9 +268,12 @@ template <bool FROM_IDS = false, /* entries from a caller's top-k (mr_tiny_sort_
           uint32_t NT = MR_TINY_THREADS, /* the CTA's threads: 256, or 512 for the route at 9 <= T <= 16 */
           uint32_t NWD = 0, /* 0: lane l holds presence word l (shuffles); else every thread holds the NWD >= E/32
                                words in registers (v14, knob tiny_op_regs; NWD % 4 == 0) */
-          bool OWN = false> /* the blocks by word ownership (v17, lab knob tiny_op_own): warp w takes presence
-                               words w, w + NW, ...; lane l of word q is expert 32q + l, whose block is the word's
-                               prefix plus popc of the bits below l: no search (see the block loop) */
+          int OWN = 0> /* 1: the blocks by word ownership (v17, lab knob tiny_op_own 1): warp w takes presence
+                          words w, w + NW, ...; lane l of word q is expert 32q + l, whose block is the word's
+                          prefix plus popc of the bits below l: no search (see the block loop). 2: by entry
+                          ownership (v48, tiny_op_own 2): entry i is thread (i % NW) * 32 + i / NW, and the entry
+                          of the lowest token of each expert writes its block's id and (its warp) its padding: no
+                          search, the entries spread evenly over the warps */
 __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_tiny_k& tk, const uint32_t* sm,
                                                 bool has_mask,
                                                 bool live = true) { /* false: the warm pass (tk.warm), the same
@@ -282,9 +285,14 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
   const uint32_t cta = blockIdx.x, rl = tk.ctas_log2; /* this CTA's blocks: b % 2^rl == cta */
   const uint32_t* pb = sm + tk.op_off;
   const uint32_t* tm = pb + 32;
-  /* entries (FROM_IDS: an id outside [0, E), stored as E, is dropped; gating gives none) */
-  bool valid = live && tid < tk.n;
-  uint32_t e = valid ? sm[tk.ent_off + 2u * tid] : 0u;
+  static_assert(OWN != 2 || !FROM_IDS, "entry ownership: the route's one-pass finish");
+  /* entries (FROM_IDS: an id outside [0, E), stored as E, is dropped; gating gives none); OWN 2: entry ei is
+   * warp ei % NW's lane ei / NW (n <= NT: at most one per thread) */
+  const uint32_t ei = OWN == 2 ? lane * NW + warp : tid;
+  bool valid = live && ei < tk.n;
+  uint32_t e = valid ? sm[tk.ent_off + 2u * ei] : 0u;
+  /* OWN 2: the tokens that picked e, loaded before the prefix (it needs only e) */
+  const uint32_t tv_e = OWN == 2 && valid ? tm[e] : 0u;
   if (FROM_IDS && e >= tk.E) {
     valid = false;
     e = 0u;
@@ -341,6 +349,32 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     return;
   }
   const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
+  if constexpr (OWN == 2) {
+    /* entry ownership (v48): entry ei (token t) of expert e, present, enabled and in a block of this CTA, goes to
+     * slot start * U + (tokens below t in tm[e]). The entry whose token is e's lowest writes block start's id;
+     * then each warp walks its first entries (ballot), writing slots popc(tm[e]) .. U-1 of their blocks over the
+     * lanes. Every present enabled expert has exactly one first entry, so every block of this CTA is written
+     * once, as by the search below. */
+    const bool ours = tk.probe != 5u && valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta;
+    const uint32_t t = (ei * tk.kmagic) >> 20;
+    const uint32_t below = tv_e & ((1u << t) - 1u);
+    if (ours) mr_tiny_put_entry(o, tk, start * U + __popc(below), ei, sm[tk.ent_off + 2u * ei + 1u]);
+    if (tk.probe == 4u) { /* lab probe: the prefix and the entries, no blocks */
+      if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+      return;
+    }
+    const bool first = ours && below == 0u;
+    if (first) mr_emit_block_id(&o, start, mr_tiny_local_id(sm, has_mask, e >> 5, e & 31u));
+    const uint32_t cnt = (uint32_t)__popc(tv_e);
+#pragma unroll 1
+    for (uint32_t m = __ballot_sync(MR_FULL_MASK, first); m != 0u; m &= m - 1u) {
+      const int j = __ffs(m) - 1;
+      const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, j), bj = __shfl_sync(MR_FULL_MASK, start, j);
+      for (uint32_t r = cj + lane; r < U; r += 32u) mr_emit_pad_slot(&o, bj * U + r);
+    }
+    if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+    return;
+  }
   if (tk.probe != 5u && valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta) {
     /* present, enabled, ours */
     const uint32_t t = (tid * tk.kmagic) >> 20;
@@ -351,7 +385,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
     return;
   }
-  if constexpr (OWN) {
+  if constexpr (OWN == 1) {
     /* blocks by word ownership (v17): warp w takes presence words q = w, w + NW, ... (warp-uniform
      * loop); lane l stands for expert e = 32q + l. Present and enabled (bit l of the enabled word),
      * its block is b = prefix(q) + popc(word & lanes below): the same b as the search below finds for
@@ -544,7 +578,7 @@ __device__ __forceinline__ void mr_tiny_gate_wide(const mr_gate_p& g, const mr_t
  * extra warp per scheduler); here an SM gates ceil(T / C) rows. */
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
           bool WARM = false, /* the warm pass (tk.warm): its own instantiation, so the default code is unchanged */
-          bool OWN = false,  /* the blocks by word ownership (tk.own, v17): likewise */
+          int OWN = 0,       /* the blocks by word (1, v17) or entry (2, v48) ownership (tk.own): likewise */
           bool RU = false,   /* the wide rows' group ranks unrolled (tk.ru, v17): likewise */
           int FILT = 0>      /* 2: the sigmoid rows a warp per row by gate.cuh's filter on approximate keys (tk.filt,
                                 v40): likewise */
@@ -1102,7 +1136,8 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->probe = mr_cuda_tune.tiny_probe > 0 ? (uint32_t)mr_cuda_tune.tiny_probe : 0u;
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
-    K->own = mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) && !K->warm ? 1 : 0; /* 256 and 512 threads */
+    /* 256 and 512 threads; knob 2: entry ownership (v48, lab) */
+    K->own = K->warm ? 0 : mr_cuda_tune.tiny_op_own == 2 ? 2 : mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) ? 1 : 0;
     K->ctas_log2 = mr_tiny_route_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
@@ -1113,7 +1148,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
 }
 
 template <int DT, int EPL, int KIND, bool WIDE, bool ONEPASS, uint32_t NT = MR_TINY_THREADS, bool CL = false,
-          bool WARM = false, bool OWN = false, bool RU = false, int FILT = 0>
+          bool WARM = false, int OWN = 0, bool RU = false, int FILT = 0>
 static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, const mr_tiny_k* K, size_t smem,
                                     int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
   mr_gate_p g = *g0;

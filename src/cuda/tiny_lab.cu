@@ -1,6 +1,6 @@
 /*
  * tiny_lab.cu - the instantiations of tiny.cu's lab knobs tiny_cluster (16-bit softmax rows, wide gate rows)
- * and tiny_warm (perf-log v15), and tiny_op_own and wide_rank_unroll (v17)
+ * and tiny_warm (perf-log v15), and tiny_op_own (v17; its value 2, v48) and wide_rank_unroll (v17)
  * (tiny.cuh's kernel templates; a translation unit of its own so that these lab-only kernels
  * compile in parallel with tiny.cu's default ones).
  *
@@ -20,12 +20,20 @@ struct mr_tiny_lab_launch {
       if (K->onepass && K->warm) /* the warm pass */
         return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, true>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-      if (K->onepass && K->own) { /* the blocks by word ownership, 256 or 512 threads as the default */
+      if (K->onepass && K->own == 1) { /* the blocks by word ownership, 256 or 512 threads as the default */
         if constexpr (EPL <= 16)
           if (K->threads == MR_TINY_THREADS16)
-            return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16, false, false, true>(
+            return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16, false, false, 1>(
                 x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, true>(
+        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, 1>(
+            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
+      }
+      if (K->onepass && K->own == 2) { /* the blocks by entry ownership (v48), likewise */
+        if constexpr (EPL <= 16)
+          if (K->threads == MR_TINY_THREADS16)
+            return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16, false, false, 2>(
+                x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
+        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, 2>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
       }
     } else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8) {
