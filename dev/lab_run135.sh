@@ -1,7 +1,7 @@
 #!/bin/bash
 # Device call 135 (session 43): the slim form of dev/lab_run134.sh for a short device budget (four failed starts).
 # Main's checks without the sanitizer suite and the sweeps: test_cuda's thresholds group (v47's final rule's edges),
-# then the full program; cuda_check 200 drawn (v48's knob value 2 among them) and --gxclear 60; v48's wide_lab --tent
+# and the full program beside it (cut at 280 s of the call); cuda_check 200 drawn (v48's knob value 2 among them) and --gxclear 60; v48's wide_lab --tent
 # quick check under memcheck; then, alone on the GPU, wide_lab --tent (bits, then the kernel and eager metrics at
 # T = 2 - 8) and the kernel metric of route / chain with moe_buf at the v47 rule's edges (moeroute bench).
 # Usage on the device, repo root: export C=<sha>; bash dev/lab_run135.sh > $OUT/lab_summary.txt 2>&1
@@ -19,9 +19,10 @@ echo "built at $SECONDS s ($LIB, $CLI)"
 ( timeout 150 $B/cuda_check --configs 200 --no-time > $OUT/cuda_check.log 2>&1; echo "rc=$?" >> $OUT/cuda_check.log
   timeout 100 $B/cuda_check --gxclear --seed 3 --configs 60 --no-time >> $OUT/cuda_check.log 2>&1; echo "gxclear rc=$?" >> $OUT/cuda_check.log ) &
 ( timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tent --no-time --quick > $OUT/tent_memcheck.log 2>&1; echo "rc=$?" >> $OUT/tent_memcheck.log ) &
+( timeout $((280 - SECONDS)) $T > $OUT/full.log 2>&1; echo "rc=$?" >> $OUT/full.log ) &
 echo "== thresholds"; timeout 60 $T --group thresholds > $OUT/thresholds.log 2>&1; echo "rc=$?"; grep -E "FAIL" $OUT/thresholds.log | head; tail -1 $OUT/thresholds.log
-echo "== full at $SECONDS s"; timeout $((330 - SECONDS)) $T > $OUT/full.log 2>&1; echo "rc=$?"; grep -E "FAIL" $OUT/full.log | head -5; tail -1 $OUT/full.log
 wait
+echo "== full (cut at 280 s of the call) at $SECONDS s"; grep -E "FAIL" $OUT/full.log | head -5; tail -2 $OUT/full.log
 echo "== cuda_check"; grep -E "^check:|rc=" $OUT/cuda_check.log; grep -E "FAIL" $OUT/cuda_check.log | head -5
 echo "== tent memcheck"; tail -3 $OUT/tent_memcheck.log
 echo "== wide_lab --tent at $SECONDS s"
