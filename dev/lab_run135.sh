@@ -4,6 +4,7 @@
 # and the full program beside it (cut at 280 s of the call); cuda_check 200 drawn (v48's knob value 2 among them) and --gxclear 60; v48's wide_lab --tent
 # quick check under memcheck; then, alone on the GPU, wide_lab --tent (bits, then the kernel and eager metrics at
 # T = 2 - 8) and the kernel metric of route / chain with moe_buf at the v47 rule's edges (moeroute bench).
+# (FULL_END: the second of the call where the full program is cut, default 280; TENT_S: --tent's limit, default 120)
 # Usage on the device, repo root: export C=<sha>; bash dev/lab_run135.sh > $OUT/lab_summary.txt 2>&1
 export PATH=$PATH:/usr/local/cuda/bin
 B=build-lab
@@ -19,14 +20,14 @@ echo "built at $SECONDS s ($LIB, $CLI)"
 ( timeout 150 $B/cuda_check --configs 200 --no-time > $OUT/cuda_check.log 2>&1; echo "rc=$?" >> $OUT/cuda_check.log
   timeout 100 $B/cuda_check --gxclear --seed 3 --configs 60 --no-time >> $OUT/cuda_check.log 2>&1; echo "gxclear rc=$?" >> $OUT/cuda_check.log ) &
 ( timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/wide_lab --tent --no-time --quick > $OUT/tent_memcheck.log 2>&1; echo "rc=$?" >> $OUT/tent_memcheck.log ) &
-( timeout $((280 - SECONDS)) $T > $OUT/full.log 2>&1; echo "rc=$?" >> $OUT/full.log ) &
+( timeout $((${FULL_END:-280} - SECONDS)) $T > $OUT/full.log 2>&1; echo "rc=$?" >> $OUT/full.log ) &
 echo "== thresholds"; timeout 60 $T --group thresholds > $OUT/thresholds.log 2>&1; echo "rc=$?"; grep -E "FAIL" $OUT/thresholds.log | head; tail -1 $OUT/thresholds.log
 wait
 echo "== full (cut at 280 s of the call) at $SECONDS s"; grep -E "FAIL" $OUT/full.log | head -5; tail -2 $OUT/full.log
 echo "== cuda_check"; grep -E "^check:|rc=" $OUT/cuda_check.log; grep -E "FAIL" $OUT/cuda_check.log | head -5
 echo "== tent memcheck"; tail -3 $OUT/tent_memcheck.log
 echo "== wide_lab --tent at $SECONDS s"
-timeout 120 $B/wide_lab --tent > $OUT/tent.log 2>&1; echo "rc=$?" >> $OUT/tent.log
+timeout ${TENT_S:-120} $B/wide_lab --tent > $OUT/tent.log 2>&1; echo "rc=$?" >> $OUT/tent.log
 grep -E "check:|MISMATCH|rc=" $OUT/tent.log | head -12; sed -n '/kernel metric/,$p' $OUT/tent.log
 echo "== route / chain with moe_buf at v47's edges at $SECONDS s"
 timeout 60 $CLI bench --backend cuda --format csv --kernel-only --models deepseek-r1-softmax,qwen3-235b --tokens 1024,2032,2048,2112,2113,4096 > $OUT/edges.csv 2> $OUT/edges.err; echo "rc=$?" >> $OUT/edges.err
