@@ -195,9 +195,13 @@ static unsigned gate_row(const moeroute_params* p, const void* logits, int64_t r
         for (int32_t c = p->topk_groups; c < G; c++) {
           const ranked* kc = &r->gorder[c];
           if (kc->key == -INFINITY || (double)ka->key - (double)kc->key > ORACLE_NEAR_REL * (double)maxmag) break;
+          /* identical groups (every member's inputs equal, position by position) tie exactly in any correct
+           * implementation. Comparing only the two groups' top members is not enough: which members are a
+           * group's top two is itself decided by rounded keys, and a member that ties them here may lead its
+           * group in another implementation (fuzz regression group_top2_member_near_tie). */
           int identical = 1;
-          for (int t = 0; t < terms; t++)
-            if (!same_inputs(r, r->gtop[2 * ka->index + t], r->gtop[2 * kc->index + t])) identical = 0;
+          for (int32_t j = 0; j < per && identical; j++)
+            if (!same_inputs(r, ka->index * per + j, kc->index * per + j)) identical = 0;
           if (!identical && near(ka->key, kc->key, fmaxf(r->gmag[ka->index], r->gmag[kc->index]))) {
             flags |= ORACLE_ROW_NEAR_TIE;
             break;
