@@ -767,8 +767,8 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
  * faster: 14.59 against 14.90). There gx has 16 rows per CTA on 128 CTAs: the clear has 4 SMs to itself, the memset
  * (8.4 us) is no longer than the routing (7.0), and the paths before already overlap it. So not where R = 16 and
  * G >= 128 for E > 128 (T = 2033 - 2112 on 132 SMs); Qwen3-235B (E = 128) at 2048 gains 11 % (12.92 -> 11.48).
- * And only up to T*k = 16384 (session 43, lab calls 135 - 136, H100, `dev/runs/run135/edges.csv` and
- * `dev/runs/run136/gxc_edges.log`): above it the paths before take a slower sort (sort alone 9.69 us at T = 2048, 17.19
+ * And only where the paths before sort by the mid sort (mr_cuda_mid_sort_fits: T*k <= 16384; session 43, lab calls
+ * 135 - 136, H100, `dev/runs/run135/edges.csv` and `dev/runs/run136/gxc_edges.log`): above it they take a slower sort (sort alone 9.69 us at T = 2048, 17.19
  * at 2112) and lose by 4 us: DeepSeek-R1 softmax route + buf at T = 2049 / 2080 / 2112 18.89 / 18.78 / 19.02 by the
  * paths before against 14.71 / 14.64 / 14.73 by gx_clear 2; at 2048 the paths before 14.23 against the chain's 14.19. */
 #ifndef MR_GX_CLEAR_AUTO
@@ -777,8 +777,7 @@ static cudaError_t mr_gx_launch_t(const mr_gate_p* p, const mr_sort_out* o, cons
 #define MR_GX_CLEAR_MIN_T 1024
 #define MR_GX_CLEAR_MIN_E 128
 #define MR_GX_CLEAR_MIN_K 8
-#define MR_GX_CLEAR_FULL_G 128      /* the exception above: 16 rows per CTA on at least this many CTAs, E > 128 */
-#define MR_GX_CLEAR_FULL_MAX_N 16384 /* ... and T*k at most this */
+#define MR_GX_CLEAR_FULL_G 128 /* the exception above: 16 rows per CTA on at least this many CTAs, E > 128 */
 extern "C" int mr_cuda_gx_clear_mode(const mr_config* cfg) {
   if (cfg->moe_buf_bytes == 0 || mr_cuda_tune.force_general) return 0;
   const int kn = mr_cuda_tune.gx_clear;
@@ -789,7 +788,7 @@ extern "C" int mr_cuda_gx_clear_mode(const mr_config* cfg) {
         cfg->top_k < MR_GX_CLEAR_MIN_K || !mr_gx_plan(cfg, &R, &G))
       return 0;
     return R == MR_GX_LPR && G >= MR_GX_CLEAR_FULL_G && cfg->num_experts > MR_GX_CLEAR_MIN_E &&
-                   cfg->num_tokens * cfg->top_k <= MR_GX_CLEAR_FULL_MAX_N
+                   mr_cuda_mid_sort_fits(cfg)
                ? 0
                : MR_GX_CLEAR2;
   }

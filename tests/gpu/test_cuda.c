@@ -2137,7 +2137,7 @@ static void group_thresholds(void) {
                                         E >= 128, T >= 1024) gx with the clear inside its launch from 1024 */
       {"ds-softmax", 2032, 2, 0},    /* v47 to 2032 (127 CTAs of 16 rows on 132 SMs), not from 2033 (128: gx.cu
                                         MR_GX_CLEAR_FULL_G, E > 128) ... */
-      {"ds-softmax", 2048, 2, 0},    /* ... to 2048 (T*k <= MR_GX_CLEAR_FULL_MAX_N), again from 2049 (session 43) */
+      {"ds-softmax", 2048, 2, 0},    /* ... to 2048 (T*k <= 16384: mid.cu's sort), again from 2049 (session 43) */
       {"ds-softmax", 2112, 2, 0},    /* (v47 on both sides since session 43: 16 and 32 rows per CTA) */
       {"ds-softmax", 4096, 2, 0},    /* v47 up to gx's 4096, the paths with a moe_buf from 4097 */
       {"qwen3", 1023, 2, 0},         /* v47 at E = 128, k = 8 from 1024 */
