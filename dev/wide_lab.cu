@@ -1398,26 +1398,32 @@ static const Shape PKX[] = {
     {"e300-k8", 300, 8, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16},
     {"e513-k4", 513, 4, MOEROUTE_SCORE_SOFTMAX, 0, 1, 1, 1.0f, 4096, MOEROUTE_DTYPE_BF16},
 };
-static int town(void) {
-  static const int TS[] = {2, 3, 4, 6, 8, 9, 10, 12, 14, 16}, TQ[] = {2, 9, 16};
-  const int* ts = g_tm_quick ? TQ : TS;
-  const int nt = g_tm_quick ? 3 : 10;
+/* The bits of tiny_op_own = on against off (name as printed) in the one-pass layout's three forms (the default;
+ * registers everywhere; shuffles with 512 threads): over PKX, and over PK from form pk_from on. */
+static int own_forms(const char* name, int off, int on, int pk_from, const int* ts, int nt) {
   int bad = 0;
   for (int form = 0; form < 3; ++form) {
     mr_cuda_tune.tiny_op_regs = form == 1 ? 1 : form == 2 ? -1 : 0;
     mr_cuda_tune.tiny_threads = form == 2 ? 512 : 0;
     printf("form %d (tiny_op_regs %d, tiny_threads %d): ", form, mr_cuda_tune.tiny_op_regs, mr_cuda_tune.tiny_threads);
-    const KnobAB x = {"tiny_op_own", -1, 1, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_op_own,
+    const KnobAB x = {name, off, on, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_op_own,
                       mr_cuda_tiny_own_c, ts, nt, 4, 1};
     bad |= knob_ab(&x);
-    if (form > 0) {
+    if (form >= pk_from) {
       printf("form %d, PK: ", form);
-      const KnobAB y = {"tiny_op_own", -1, 1, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 1};
+      const KnobAB y = {name, off, on, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 1};
       bad |= knob_ab(&y);
     }
   }
   mr_cuda_tune.tiny_op_regs = 0;
   mr_cuda_tune.tiny_threads = 0;
+  return bad;
+}
+static int town(void) {
+  static const int TS[] = {2, 3, 4, 6, 8, 9, 10, 12, 14, 16}, TQ[] = {2, 9, 16};
+  const int* ts = g_tm_quick ? TQ : TS;
+  const int nt = g_tm_quick ? 3 : 10;
+  int bad = own_forms("tiny_op_own", -1, 1, 1, ts, nt);
   const KnobAB k = {"tiny_op_own", -1, 1, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 0};
   bad |= knob_ab(&k);
   return bad;
@@ -1432,21 +1438,7 @@ static int tent(void) {
   static const int TS[] = {2, 3, 4, 5, 6, 8, 9, 12, 16}, TQ[] = {2, 5, 9}, TT[] = {2, 3, 4, 6, 8};
   const int* ts = g_tm_quick ? TQ : TS;
   const int nt = g_tm_quick ? 3 : 9;
-  int bad = 0;
-  for (int form = 0; form < 3; ++form) {
-    mr_cuda_tune.tiny_op_regs = form == 1 ? 1 : form == 2 ? -1 : 0;
-    mr_cuda_tune.tiny_threads = form == 2 ? 512 : 0;
-    printf("form %d (tiny_op_regs %d, tiny_threads %d), PKX: ", form, mr_cuda_tune.tiny_op_regs,
-           mr_cuda_tune.tiny_threads);
-    const KnobAB x = {"tiny_op_own=2", 0, 2, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_op_own,
-                      mr_cuda_tiny_own_c, ts, nt, 4, 1};
-    bad |= knob_ab(&x);
-    printf("form %d, PK: ", form);
-    const KnobAB y = {"tiny_op_own=2", 0, 2, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, ts, nt, 4, 1};
-    bad |= knob_ab(&y);
-  }
-  mr_cuda_tune.tiny_op_regs = 0;
-  mr_cuda_tune.tiny_threads = 0;
+  int bad = own_forms("tiny_op_own=2", 0, 2, 0, ts, nt);
   if (g_check_only) return bad;
   const KnobAB k = {"tiny_op_own=2", 0, 2, PK, NPK, &mr_cuda_tune.tiny_op_own, mr_cuda_tiny_own_c, TT, 5, 4, 0};
   bad |= knob_ab(&k);

@@ -349,21 +349,25 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
     return;
   }
   const uint32_t start = xe + __popc(we & ((1u << (e & 31u)) - 1u));
+  /* entry ei (token t) of expert e, present, enabled and in a block of this CTA, goes to slot start * U + (tokens
+   * below t in tm[e]) */
+  const bool ours = tk.probe != 5u && valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta;
+  const uint32_t t = (ei * tk.kmagic) >> 20;
+  if (ours) {
+    const uint32_t below = (OWN == 2 ? tv_e : tm[e]) & ((1u << t) - 1u);
+    mr_tiny_put_entry(o, tk, start * U + __popc(below), ei, sm[tk.ent_off + 2u * ei + 1u]);
+  }
+  MR_STAMP(6); /* (stamp_lab: the entry placed) */
+  if (tk.probe == 4u) { /* lab probe: the prefix and the entries, no blocks */
+    if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
+    return;
+  }
   if constexpr (OWN == 2) {
-    /* entry ownership (v48): entry ei (token t) of expert e, present, enabled and in a block of this CTA, goes to
-     * slot start * U + (tokens below t in tm[e]). The entry whose token is e's lowest writes block start's id;
-     * then each warp walks its first entries (ballot), writing slots popc(tm[e]) .. U-1 of their blocks over the
-     * lanes. Every present enabled expert has exactly one first entry, so every block of this CTA is written
-     * once, as by the search below. */
-    const bool ours = tk.probe != 5u && valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta;
-    const uint32_t t = (ei * tk.kmagic) >> 20;
-    const uint32_t below = tv_e & ((1u << t) - 1u);
-    if (ours) mr_tiny_put_entry(o, tk, start * U + __popc(below), ei, sm[tk.ent_off + 2u * ei + 1u]);
-    if (tk.probe == 4u) { /* lab probe: the prefix and the entries, no blocks */
-      if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
-      return;
-    }
-    const bool first = ours && below == 0u;
+    /* blocks by entry ownership (v48): the entry whose token is e's lowest writes block start's id; then each warp
+     * walks its first entries (ballot), writing slots popc(tm[e]) .. U-1 of their blocks over the lanes. Every
+     * present enabled expert has exactly one first entry, so every block of this CTA is written once, as by the
+     * search below. */
+    const bool first = ours && (tv_e & ((1u << t) - 1u)) == 0u;
     if (first) mr_emit_block_id(&o, start, mr_tiny_local_id(sm, has_mask, e >> 5, e & 31u));
     const uint32_t cnt = (uint32_t)__popc(tv_e);
 #pragma unroll 1
@@ -372,20 +376,7 @@ __device__ __forceinline__ void mr_tiny_onepass(const mr_sort_out& o, const mr_t
       const uint32_t cj = __shfl_sync(MR_FULL_MASK, cnt, j), bj = __shfl_sync(MR_FULL_MASK, start, j);
       for (uint32_t r = cj + lane; r < U; r += 32u) mr_emit_pad_slot(&o, bj * U + r);
     }
-    if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
-    return;
-  }
-  if (tk.probe != 5u && valid && ((we >> (e & 31u)) & 1u) && (start & ((1u << rl) - 1u)) == cta) {
-    /* present, enabled, ours */
-    const uint32_t t = (tid * tk.kmagic) >> 20;
-    mr_tiny_put_entry(o, tk, start * U + __popc(tm[e] & ((1u << t) - 1u)), tid, sm[tk.ent_off + 2u * tid + 1u]);
-  }
-  MR_STAMP(6); /* (stamp_lab: the entry placed) */
-  if (tk.probe == 4u) { /* lab probe: the prefix and the entries, no blocks */
-    if (live && tid == 0 && cta == 0u) mr_emit_totals(&o, D * U);
-    return;
-  }
-  if constexpr (OWN == 1) {
+  } else if constexpr (OWN == 1) {
     /* blocks by word ownership (v17): warp w takes presence words q = w, w + NW, ... (warp-uniform
      * loop); lane l stands for expert e = 32q + l. Present and enabled (bit l of the enabled word),
      * its block is b = prefix(q) + popc(word & lanes below): the same b as the search below finds for
@@ -1137,7 +1128,10 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
     K->op_regs = mr_tiny_op_regs(cfg);
     K->warm = mr_cuda_tune.tiny_warm > 0 && K->threads == MR_TINY_THREADS ? 1u : 0u; /* instantiated for 256 only */
     /* 256 and 512 threads; knob 2: entry ownership (v48, lab) */
-    K->own = K->warm ? 0 : mr_cuda_tune.tiny_op_own == 2 ? 2 : mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) ? 1 : 0;
+    K->own = K->warm                                                            ? 0
+             : mr_cuda_tune.tiny_op_own == 2                                       ? 2
+             : mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) ? 1
+                                                                                   : 0;
     K->ctas_log2 = mr_tiny_route_ctas_log2(cfg);
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;

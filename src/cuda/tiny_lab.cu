@@ -10,6 +10,17 @@
 
 struct mr_tiny_lab_launch {
   mr_tiny_launch_args x;
+  /* the one-pass route with the blocks by ownership OWN, 256 or 512 threads as the default */
+  template <int DT, int EPL, int KIND, int OWN>
+  cudaError_t own() const {
+    const mr_tiny_k* K = x.K;
+    if constexpr (EPL <= 16)
+      if (K->threads == MR_TINY_THREADS16)
+        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16, false, false, OWN>(
+            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
+    return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, OWN>(
+        x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
+  }
   template <int DT, int EPL, int KIND>
   cudaError_t run() const {
     const mr_tiny_k* K = x.K;
@@ -20,22 +31,8 @@ struct mr_tiny_lab_launch {
       if (K->onepass && K->warm) /* the warm pass */
         return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, true>(
             x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-      if (K->onepass && K->own == 1) { /* the blocks by word ownership, 256 or 512 threads as the default */
-        if constexpr (EPL <= 16)
-          if (K->threads == MR_TINY_THREADS16)
-            return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16, false, false, 1>(
-                x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, 1>(
-            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-      }
-      if (K->onepass && K->own == 2) { /* the blocks by entry ownership (v48), likewise */
-        if constexpr (EPL <= 16)
-          if (K->threads == MR_TINY_THREADS16)
-            return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS16, false, false, 2>(
-                x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-        return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, 2>(
-            x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
-      }
+      if (K->onepass && K->own) /* the blocks by word (1, v17) or entry (2, v48) ownership */
+        return K->own == 2 ? own<DT, EPL, KIND, 2>() : own<DT, EPL, KIND, 1>();
     } else if constexpr (KIND != MR_KIND_PACKED && EPL >= 8) {
       if (K->cl && x.wide) /* the cluster form of the wide gate rows */
         return mr_launch_tiny_t<MR_KIND_DT(DT, KIND), EPL, KIND, true, true, MR_TINY_THREADS, true>(
