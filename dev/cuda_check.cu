@@ -304,6 +304,10 @@ static void gen_case(Case* c) {
      moe_buf (lab knob mid_pad_ctas: none in three cases of four, else 8) */
   c->tune.gate_live = irand(4);
   c->tune.mid_pad_ctas = irand(4) == 0 ? 8 : 0;
+  /* drawn last (session 44; earlier seeds draw the same up to here): tiny.cu's rows form (v49, lab knob tiny_rows):
+     off in half the cases, else on (1) or on with the padding of blocks 0 .. k-1 written during gating (2) */
+  static const int Rw[] = {0, 0, 1, 2};
+  c->tune.tiny_rows = pick(Rw, 4);
 }
 
 /* --seg: every case on the segment rows (gate.cu's segment kernel and large.cu's L1 by segments:
@@ -386,6 +390,38 @@ static void gxc_focus(Case* c) {
   c->tune.gx_clear = irand(3);
   c->tune.gx_flag = irand(4) - 1;
   c->tune.clear_tail = -1;
+}
+
+/* --rows (session 44, v49): every case one that tiny.cu's rows form can take: 16-bit softmax without bias or groups,
+ * T = 2 .. 4, T*k <= 32, k <= 16, E <= 512 (odd sizes among them), T <= U <= 128, the tiny paths on and the cluster
+ * form off, knob tiny_rows 1 or 2; the layouts, the expert mask (with which the one-pass route keeps the call), the
+ * moe_buf, PDL and the logits' kind (ties, NaN / inf) as drawn. */
+static int g_rows_focus = 0;
+static long g_rows_cases = 0; /* cases route ran by the rows form */
+static void rows_focus(Case* c) {
+  static const int Es[] = {3, 8, 16, 20, 60, 64, 100, 128, 160, 256, 256, 257, 384, 500, 512};
+  static const int Us[] = {2, 3, 4, 8, 16, 32, 32, 64, 128};
+  moeroute_params* p = &c->p;
+  p->num_tokens = 2 + irand(3);
+  p->num_experts = pick(Es, sizeof Es / sizeof *Es);
+  int kmax = 32 / (int)p->num_tokens;
+  if (kmax > 16) kmax = 16;
+  if (kmax > p->num_experts) kmax = p->num_experts;
+  p->top_k = urand() < 0.5 ? (kmax >= 8 ? 8 : kmax) : 1 + irand(kmax);
+  do p->unit_size = pick(Us, sizeof Us / sizeof *Us);
+  while (p->unit_size < p->num_tokens);
+  p->logits_dtype = urand() < 0.5 ? MOEROUTE_DTYPE_BF16 : MOEROUTE_DTYPE_FP16;
+  p->score = MOEROUTE_SCORE_SOFTMAX;
+  p->logits_row_stride = urand() < 0.3 ? p->num_experts + irand(8) : 0; /* odd strides: unaligned rows */
+  p->num_groups = 1;
+  p->topk_groups = 1;
+  c->has_bias = 0;
+  c->tune.force_general = 0;
+  c->tune.no_tiny = 0;
+  c->tune.tiny_max_n = 0;
+  c->tune.tiny_onepass = 0;
+  c->tune.tiny_cluster = -1;
+  c->tune.tiny_rows = 1 + irand(2);
 }
 
 static void gen_inputs(const Case* c, Host* h) {
@@ -507,6 +543,15 @@ static void run_case(const Case* c) {
   mr_cuda_tune = c->tune;
   mr_cuda_perf.no_warm = (int)(c->p.num_tokens % 4 == 3); /* the dry-run warps off in about 1 case of 4 */
   g_cases++;
+  if (!c->has_mask) { /* the cases that route takes by tiny.cu's rows form (v49; the library's own plan) */
+    mr_config cfg;
+    if (mr_validate_params(MOEROUTE_OP_ROUTE, p, MR_BACKEND_CUDA, "cuda_check", &cfg) == MOEROUTE_OK) {
+      mr_gate_args ga;
+      mr_cuda_gate_args_init(&cfg, h.logits, c->has_bias ? h.bias : NULL, &ga); /* (host pointers: the plan reads
+                                                                              whether a bias is there) */
+      g_rows_cases += mr_cuda_tiny_rows_c(&cfg, &ga);
+    }
+  }
 
   /* device inputs */
   unsigned char* d_logits_base;
@@ -989,9 +1034,10 @@ int main(int argc, char** argv) {
     else if (!strcmp(argv[i], "--dry") && i + 1 < argc) dry = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--seg")) g_seg_focus = 1;
     else if (!strcmp(argv[i], "--gxclear")) g_gxc_focus = 1;
+    else if (!strcmp(argv[i], "--rows")) g_rows_focus = 1;
     else {
       fprintf(stderr,
-              "usage: cuda_check [--configs N] [--seed S] [--no-time] [--no-check] [--quick-time] [-v] [--dry N] [--seg] [--gxclear]\n");
+              "usage: cuda_check [--configs N] [--seed S] [--no-time] [--no-check] [--quick-time] [-v] [--dry N] [--seg] [--gxclear] [--rows]\n");
       return 2;
     }
   }
@@ -1002,6 +1048,7 @@ int main(int argc, char** argv) {
       gen_case(&c);
       if (g_seg_focus) seg_focus(&c);
       if (g_gxc_focus) gxc_focus(&c);
+      if (g_rows_focus) rows_focus(&c);
       Host h;
       gen_inputs(&c, &h);
       const int64_t n = c.p.num_tokens * c.p.top_k;
@@ -1016,7 +1063,7 @@ int main(int argc, char** argv) {
                "large_seg=%d gate_lpr=%d scan_carry=%d mid_max=%d tm_sort=%d no_tiny=%d tiny_max_n=%d "
                "decode_pdl=%d route_topk=%d tiny_cluster=%d tiny_warm=%d gtm=%d tiny_op_own=%d wide_rank_unroll=%d "
                "gate_seg_filter=%d gate_seg_form=%d persist_clear_ns=%d gx=%d gxs=%d gx_stagger=%d gxs_place=%d gxs_xchg=%d gx_lean_bar=%d gx_flag=%d gx_clear=%d clear_tail=%d gate_sig_seg=%d gxs_gate_zero=%d persist=%d "
-               "p_seg_chain=%d tiny_filt=%d gate_live=%d mid_pad_ctas=%d\n",
+               "p_seg_chain=%d tiny_filt=%d gate_live=%d mid_pad_ctas=%d tiny_rows=%d\n",
                i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens, c.p.renormalize, c.p.scale,
                c.p.moe_buf_bytes, c.tune.force_general, c.tune.ctm, c.tune.ctm_ctas, c.tune.large_seg,
                c.tune.gate_lpr, c.tune.large_scan_carry, c.tune.mid_max_entries, c.tune.tm_sort, c.tune.no_tiny,
@@ -1024,7 +1071,7 @@ int main(int argc, char** argv) {
                c.tune.tiny_op_own, c.tune.wide_rank_unroll, c.tune.gate_seg_filter, c.tune.gate_seg_form,
                c.tune.persist_clear_ns, c.tune.gx, c.tune.gxs, c.tune.gx_stagger,
                c.tune.gxs_place, c.tune.gxs_xchg, c.tune.gx_lean_bar, c.tune.gx_flag, c.tune.gx_clear, c.tune.clear_tail, c.tune.gate_sig_seg, c.tune.gxs_gate_zero, c.tune.persist,
-               c.tune.p_seg_chain, c.tune.tiny_filt, c.tune.gate_live, c.tune.mid_pad_ctas);
+               c.tune.p_seg_chain, c.tune.tiny_filt, c.tune.gate_live, c.tune.mid_pad_ctas, c.tune.tiny_rows);
       free(h.logits);
       free(h.bias);
       free(h.mask);
@@ -1046,6 +1093,7 @@ int main(int argc, char** argv) {
       gen_case(&c);
       if (g_seg_focus) seg_focus(&c);
       if (g_gxc_focus) gxc_focus(&c);
+      if (g_rows_focus) rows_focus(&c);
       if (g_verbose)
         printf("case %d: E=%d k=%d T=%lld\n", i, c.p.num_experts, c.p.top_k, (long long)c.p.num_tokens);
       run_case(&c);
@@ -1055,6 +1103,7 @@ int main(int argc, char** argv) {
       printf("seg: %ld cases with the filter on rows it can take (E = LPR * EPS, packed instantiation), %ld of them "
              "in form 3 (whether a warp's rows took it or fell back is the device's call)\n",
              g_seg_filtered, g_seg_form3);
+    printf("rows form (v49): route took %ld of the cases\n", g_rows_cases);
     printf("check: %ld cases, %ld failures, %ld near-tie rows\n", g_cases, g_fail, g_ties);
   }
   if (do_time) {

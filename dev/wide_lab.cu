@@ -41,6 +41,9 @@
  * --tent (session 43, perf-log v48): the one-pass layout's blocks by entry ownership (tiny_op_own 2) against the
  *    default, as --town: bits (T = 2 .. 16, three forms, odd E), then the kernel and eager metrics at T = 2 .. 8.
  *    --no-time [--quick]: the check alone.
+ * --trows (session 44, perf-log v49): tiny.cu's rows form (T = 2 .. 4 rows in one warp, no barrier; tiny_rows 1, and 2
+ *    with the early padding) against the default route: bits over odd E and the presets (five input kinds, U = 32 and
+ *    16), then the kernel and eager metrics at T = 2 .. 4. --no-time [--quick]: the check alone.
  * --tru (session 18, perf-log v17): the grouped wide rows' group ranks unrolled
  *    (mr_cuda_tune.wide_rank_unroll) against the default, tiny.cu's wide route at T = 1, four grouped
  *    shapes, as --twarm: bits, then the kernel and eager metrics. --no-time [--quick]: the check alone.
@@ -166,6 +169,14 @@ static void make_case(Case* c, const Shape* s, int T, int kind) {
   for (size_t i = 0; i < n; ++i) {
     float f = 2.0f * gauss();
     if (kind == 1) f = floorf(f * 4.0f) * 0.25f;
+    /* (session 44, --trows) 4: hot experts (every 7th expert 4 higher: the tokens share most picks); 5: every row
+       the same (each expert picked by every token) */
+    if (kind == 4 && (i % (size_t)s->E) % 7 == 0) f += 4.0f;
+    if (kind == 5) {
+      static float row5[1024];
+      if (i < (size_t)s->E) row5[i] = f;
+      else f = row5[i % (size_t)s->E];
+    }
     if (kind == 2) {
       const double u = urand();
       if (u < 0.03) f = NAN;
@@ -1290,6 +1301,7 @@ typedef struct KnobAB {
   int nt;
   int kinds;        /* input kinds of make_case checked (3: the three; 4: and the expert mask) */
   int check_only;   /* 1: the bits alone, no timing table */
+  int no_mask;      /* 1: not kind 3 (a form that does not take an expert mask; kinds 4 and 5 need kinds = 6) */
 } KnobAB;
 
 static int knob_runs(const KnobAB* k, const Case* c) {
@@ -1313,7 +1325,8 @@ static int knob_ab(const KnobAB* k) {
       for (int ti = 0; ti < k->nt; ++ti)
         for (int kind = 0; kind < k->kinds; ++kind) {
           /* --quick (the sanitizers): U = 32, gaussian rows and the expert mask */
-          if (k->TS[ti] * k->sh[si].k > 128 || (g_tm_quick && (ui || (kind != 0 && kind != 3)))) continue;
+          if (k->TS[ti] * k->sh[si].k > 128 || (g_tm_quick && (ui || (kind != 0 && kind != 3 && kind != 5)))) continue;
+          if (kind == 3 && k->no_mask) continue;
           Case c;
           make_case(&c, &k->sh[si], k->TS[ti], kind);
           if (!knob_runs(k, &c)) {
@@ -1445,6 +1458,26 @@ static int tent(void) {
   return bad;
 }
 
+/* --trows (session 44, perf-log v49): tiny_rows, the rows form (T = 2 .. 4 rows of 16-bit softmax gated by one warp
+ * side by side, the layout from its registers, no barrier) against the default route (the one-pass route), and
+ * tiny_rows 2 (the padding of blocks 0 .. k-1 written by the other warps during gating). The bits over PKX and PK,
+ * T = 2 .. 4, U = 32 and 16, five input kinds (gaussian, ties, NaN / inf, hot experts, identical rows; no expert mask:
+ * the form does not take one), then the kernel and eager metrics over PK. */
+static int trows(void) {
+  static const int TS[] = {2, 3, 4};
+  int bad = 0;
+  for (int on = 1; on <= 2; ++on) {
+    char name[16];
+    snprintf(name, sizeof name, "tiny_rows=%d", on);
+    const KnobAB x = {strdup(name), 0, on, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_rows,
+                      mr_cuda_tiny_rows_c, TS, 3, 6, 1, 1};
+    bad |= knob_ab(&x);
+    const KnobAB y = {strdup(name), 0, on, PK, NPK, &mr_cuda_tune.tiny_rows, mr_cuda_tiny_rows_c, TS, 3, 6, 0, 1};
+    bad |= knob_ab(&y);
+  }
+  return bad;
+}
+
 /* --tfilt (session 35, perf-log v40): tiny_filt, the sigmoid rows that the wide form takes, a warp per row by
  * gate.cuh's filter on approximate keys, against the default route (the wide rows: tiny.cu at T = 1, the cluster
  * form of the wide rows at 2 <= T <= 16 for E <= 256 and T <= 8 for E = 384, else the pair), with the cluster form's
@@ -1523,6 +1556,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--twarm")) return twarm();
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
   if (argc > 1 && !strcmp(argv[1], "--tent")) return tent();
+  if (argc > 1 && !strcmp(argv[1], "--trows")) return trows();
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
   if (argc > 1 && !strcmp(argv[1], "--tfilt")) return tfilt();
   if (argc > 1 && !strcmp(argv[1], "--tfilt9")) return tfilt9();

@@ -500,6 +500,11 @@ typedef struct mr_cuda_tuning {
                             k <= 8, from T = 16384, E > 256 from 8192), 1 = on (also grouped rows whose groups are
                             whole segment lanes: v35's lab form, not in the automatic rule), -1 = off. The same bits
                             either way */
+  int tiny_rows;         /* tiny.cu's route of 16-bit softmax rows at T = 2 .. 4 (T*k <= 32, k <= 16, E <= 512,
+                            T <= U <= 128, no expert mask, not the cluster form) by the rows form (v49, lab;
+                            tiny.cuh mr_tiny_rows_kernel): the T rows gated by one warp side by side, the layout from
+                            its registers, no barrier: 0 = off (the one-pass route), 1 = on, 2 = on with the padding
+                            of blocks 0 .. k-1 written during gating by the CTA's other warps. The same bits */
 } mr_cuda_tuning;
 extern mr_cuda_tuning mr_cuda_tune;
 /* A lab knob's reading: > 0 on, < 0 off, 0 its automatic rule or default (auto_on) */
@@ -559,6 +564,8 @@ int mr_cuda_tiny_filt_c(const mr_config* cfg, const mr_gate_args* a);
 int mr_cuda_tiny_own_c(const mr_config* cfg, const mr_gate_args* a);
 /* tiny.cu's grouped wide rows with unrolled group ranks (lab knob wide_rank_unroll): 1 where route runs them. */
 int mr_cuda_tiny_ru_c(const mr_config* cfg, const mr_gate_args* a);
+/* tiny.cu's rows form (lab knob tiny_rows, v49): 1 where route runs it without an expert mask. */
+int mr_cuda_tiny_rows_c(const mr_config* cfg, const mr_gate_args* a);
 
 /* Build the gating arguments for cfg. */
 void mr_cuda_gate_args_init(const mr_config* cfg, const void* logits, const float* bias, mr_gate_args* a);

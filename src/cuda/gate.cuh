@@ -471,36 +471,54 @@ __device__ __forceinline__ void mr_merge_top(K* a, const K* b) {
       if ((i & s) == 0) mr_cx(a[i], a[i + s]);
 }
 
-/* top[0..L): the row's L largest keys, descending, in every lane */
-template <typename K, int EPL, int L>
-__device__ __forceinline__ void mr_warp_top(const K* key, K* top) {
-  if (EPL <= L) {
-    K t[EPL];
+/* top[r][0..L): row r's L largest keys, descending, in every lane, for R rows of one warp at once (v49: each
+ * stage's work for the R rows side by side, so that their independent chains interleave) */
+template <typename K, int EPL, int L, int R>
+__device__ __forceinline__ void mr_warp_top_rows(const K (&key)[R][EPL], K (&top)[R][L]) {
 #pragma unroll
-    for (int r = 0; r < EPL; ++r) t[r] = key[r];
-    mr_sort_desc<K, EPL>(t);
+  for (int q = 0; q < R; ++q) {
+    if (EPL <= L) {
+      K t[EPL];
 #pragma unroll
-    for (int i = 0; i < L; ++i) top[i] = i < EPL ? t[i < EPL ? i : 0] : (K)0;
-  } else {
+      for (int r = 0; r < EPL; ++r) t[r] = key[q][r];
+      mr_sort_desc<K, EPL>(t);
 #pragma unroll
-    for (int i = 0; i < L; ++i) top[i] = key[i];
-    mr_sort_desc<K, L>(top);
+      for (int i = 0; i < L; ++i) top[q][i] = i < EPL ? t[i < EPL ? i : 0] : (K)0;
+    } else {
 #pragma unroll
-    for (int c = 1; c < EPL / L; ++c) {
-      K t[L];
+      for (int i = 0; i < L; ++i) top[q][i] = key[q][i];
+      mr_sort_desc<K, L>(top[q]);
 #pragma unroll
-      for (int i = 0; i < L; ++i) t[i] = key[(c * L + i) % EPL];
-      mr_sort_desc<K, L>(t);
-      mr_merge_top<K, L>(top, t);
+      for (int c = 1; c < EPL / L; ++c) {
+        K t[L];
+#pragma unroll
+        for (int i = 0; i < L; ++i) t[i] = key[q][(c * L + i) % EPL];
+        mr_sort_desc<K, L>(t);
+        mr_merge_top<K, L>(top[q], t);
+      }
     }
   }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) {
-    K b[L];
+    K b[R][L];
 #pragma unroll
-    for (int i = 0; i < L; ++i) b[i] = __shfl_xor_sync(MR_FULL_MASK, top[i], off);
-    mr_merge_top<K, L>(top, b);
+    for (int q = 0; q < R; ++q)
+#pragma unroll
+      for (int i = 0; i < L; ++i) b[q][i] = __shfl_xor_sync(MR_FULL_MASK, top[q][i], off);
+#pragma unroll
+    for (int q = 0; q < R; ++q) mr_merge_top<K, L>(top[q], b[q]);
   }
+}
+
+/* top[0..L): the row's L largest keys, descending, in every lane */
+template <typename K, int EPL, int L>
+__device__ __forceinline__ void mr_warp_top(const K* key, K* top) {
+  K k1[1][EPL], t1[1][L];
+#pragma unroll
+  for (int r = 0; r < EPL; ++r) k1[0][r] = key[r];
+  mr_warp_top_rows<K, EPL, L, 1>(k1, t1);
+#pragma unroll
+  for (int i = 0; i < L; ++i) top[i] = t1[0][i];
 }
 
 /* top[lane] for lane < L, else 0 */
@@ -983,33 +1001,40 @@ __device__ __forceinline__ bool mr_group_kept(uint32_t gk, uint32_t lane, int st
 
 /* w (lanes < k: the unbiased score of pick `lane`, 0 for a -inf pick) -> final
  * weight: renormalised in pick order (design.md 5), then scaled. width: the lanes of a row (16: v33's segments, whose
- * picks are in each segment's lanes 0 .. k-1). */
-__device__ __forceinline__ float mr_finish_weight(const mr_gate_p& p, float w, int width = 32) {
+ * picks are in each segment's lanes 0 .. k-1). mr_finish_weights: the same for R rows of one warp side by side (v49). */
+template <int R>
+__device__ __forceinline__ void mr_finish_weights(const mr_gate_p& p, float (&w)[R], int width = 32) {
   if (p.renormalize) {
-    float tot = 0.0f;
+    float tot[R];
+#pragma unroll
+    for (int q = 0; q < R; ++q) tot[q] = 0.0f;
     const int k = p.top_k;
 #pragma unroll 4
-    for (int j = 0; j < k; ++j) tot += __shfl_sync(MR_FULL_MASK, w, j, width);
-    return (w / fmaxf(tot, 1e-20f)) * p.scale;
+    for (int j = 0; j < k; ++j)
+#pragma unroll
+      for (int q = 0; q < R; ++q) tot[q] += __shfl_sync(MR_FULL_MASK, w[q], j, width);
+#pragma unroll
+    for (int q = 0; q < R; ++q) w[q] = (w[q] / fmaxf(tot[q], 1e-20f)) * p.scale;
+    return;
   }
-  return w * p.scale;
+#pragma unroll
+  for (int q = 0; q < R; ++q) w[q] = w[q] * p.scale;
+}
+__device__ __forceinline__ float mr_finish_weight(const mr_gate_p& p, float w, int width = 32) {
+  float w1[1] = {w};
+  mr_finish_weights<1>(p, w1, width);
+  return w1[0];
 }
 
 /* ---- PACKED ------------------------------------------------------------------------- */
 
-template <int DT, int EPL, int FILT = 0> /* FILT: the picks by mr_top_filter first (v34, 256 < E <= 512 at large T) */
-__device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane, const uint32_t* raw, int32_t* out_id,
-                                               float* out_w, unsigned long long* fsm = nullptr) {
-  constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
-  constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
-  uint32_t key[EPL];
-  float x[EPL];
+/* A lane's EPL packed keys and clamped logits. key = ord16(logit) << 16 | (0xffff - e). fmaxf(v, -inf) turns NaN into
+ * -inf (fmaxf returns the other operand), + 0.0f turns -0 into +0 (the value is exact: a 16-bit float is an fp32
+ * value); +inf stays +inf in the key, above every finite 16-bit value, as FLT_MAX would be. x: the clamped logit
+ * (design.md 1-2) for the softmax denominator. */
+template <int DT, int EPL>
+__device__ __forceinline__ void mr_packed_keys(const uint32_t* raw, uint32_t lane, uint32_t* key, float* x) {
   const uint32_t ibase = 0xffffu - lane * (uint32_t)EPL;
-  /* key = ord16(logit) << 16 | (0xffff - e). fmaxf(v, -inf) turns NaN into
-   * -inf (fmaxf returns the other operand), + 0.0f turns -0 into +0 (the
-   * value is exact: a 16-bit float is an fp32 value); +inf stays +inf in the
-   * key, above every finite 16-bit value, as FLT_MAX would be. x: the clamped
-   * logit (design.md 1-2) for the softmax denominator. */
 #pragma unroll
   for (int r = 0; r < EPL; ++r) {
     const float f = fmaxf(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(raw[r]) : mr_f16hi_to_float(raw[r]), -INFINITY) +
@@ -1019,6 +1044,44 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
     const uint32_t o = b ^ ((uint32_t)((int32_t)b >> 31) | 0x80000000u); /* low half: 0 or 0xffff */
     key[r] = (o & 0xffff0000u) | (ibase - (uint32_t)r);
   }
+}
+
+/* The clamped logit of a packed key (its high half) */
+template <int DT>
+__device__ __forceinline__ float mr_packed_logit(uint32_t key) {
+  uint32_t o = key >> 16;
+  o = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu); /* unord16 */
+  return mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(o << 16) : mr_f16hi_to_float(o << 16));
+}
+
+/* This lane's part of the softmax denominator (the row maximum max) */
+template <int EPL>
+__device__ __forceinline__ float mr_packed_lane_sum(const float* x, float max) {
+  float sum = 0.0f;
+  if (max != -INFINITY) {
+#pragma unroll
+    for (int r = 0; r < EPL; ++r) sum += mr_exp_sum_term(x[r] - max);
+  }
+  return sum;
+}
+
+/* The unbiased score of the pick whose key this lane holds (lanes < k; design.md 4: a -inf pick weighs 0) */
+template <int DT>
+__device__ __forceinline__ float mr_packed_score(uint32_t my_key, uint32_t lane, int k, float max, float sum) {
+  constexpr uint32_t INF16 = DT == MOEROUTE_DTYPE_BF16 ? 0x7f80u : 0x7c00u;
+  constexpr uint32_t ONINF = (~(INF16 | 0x8000u)) & 0xffffu; /* ord16(-inf) */
+  float w = 0.0f;
+  if ((int)lane < k && (my_key >> 16) != ONINF)
+    w = expf(mr_packed_logit<DT>(my_key) - max) / sum; /* not -inf, so max > -inf and sum >= 1 */
+  return w;
+}
+
+template <int DT, int EPL, int FILT = 0> /* FILT: the picks by mr_top_filter first (v34, 256 < E <= 512 at large T) */
+__device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane, const uint32_t* raw, int32_t* out_id,
+                                               float* out_w, unsigned long long* fsm = nullptr) {
+  uint32_t key[EPL];
+  float x[EPL];
+  mr_packed_keys<DT, EPL>(raw, lane, key, x);
 
   const int k = p.top_k;
   float max = 0.0f, sum = 0.0f;
@@ -1049,18 +1112,13 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
       m = top[0];
       my_key = mr_top_of_lane<uint32_t, 16>(top, lane);
     }
-    uint32_t o = m >> 16;
-    o = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu); /* unord16 */
-    max = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(o << 16) : mr_f16hi_to_float(o << 16));
+    max = mr_packed_logit<DT>(m);
     if (p.renormalize) {
       /* the denominator cancels in the renormalisation: w_j = exp(x_j - max),
        * then / sum of the k (design.md 14) */
       sum = 1.0f;
     } else {
-      if (max != -INFINITY) {
-#pragma unroll
-        for (int r = 0; r < EPL; ++r) sum += mr_exp_sum_term(x[r] - max);
-      }
+      sum = mr_packed_lane_sum<EPL>(x, max);
 #pragma unroll
       for (int j = 1; j <= 5; ++j) sum += __shfl_xor_sync(MR_FULL_MASK, sum, MR_SUM_OFF(j));
     }
@@ -1069,13 +1127,8 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   for (int j = 0; j < k; ++j) {
     const uint32_t m = __reduce_max_sync(MR_FULL_MASK, mr_tree_max<EPL>(key));
     if (j == 0) { /* warp-uniform: pick 0 is the row maximum; the denominator */
-      uint32_t o = m >> 16;
-      o = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu); /* unord16 */
-      max = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(o << 16) : mr_f16hi_to_float(o << 16));
-      if (max != -INFINITY) {
-#pragma unroll
-        for (int r = 0; r < EPL; ++r) sum += mr_exp_sum_term(x[r] - max);
-      }
+      max = mr_packed_logit<DT>(m);
+      sum = mr_packed_lane_sum<EPL>(x, max);
     }
 #pragma unroll
     for (int r = 0; r < EPL; ++r) key[r] = key[r] == m ? 0u : key[r];
@@ -1086,16 +1139,72 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   for (int j = k < 1 ? 1 : k; j <= 5; ++j) sum += __shfl_xor_sync(MR_FULL_MASK, sum, MR_SUM_OFF(j));
   }
 
-  /* weights: lane j < k holds pick j (design.md 4: a -inf pick weighs 0) */
-  float w = 0.0f;
-  const uint32_t o = my_key >> 16;
-  if ((int)lane < k && o != ONINF) {
-    const uint32_t u = (o & 0x8000u) ? (o & 0x7fffu) : (~o & 0xffffu);
-    const float xv = mr_clamp_logit(DT == MOEROUTE_DTYPE_BF16 ? __uint_as_float(u << 16) : mr_f16hi_to_float(u << 16));
-    w = expf(xv - max) / sum; /* not -inf, so max > -inf and sum >= 1 */
-  }
-  *out_w = mr_finish_weight(p, w);
+  /* weights: lane j < k holds pick j */
+  *out_w = mr_finish_weight(p, mr_packed_score<DT>(my_key, lane, k, max, sum));
   *out_id = (int32_t)(0xffffu - (my_key & 0xffffu));
+}
+
+/* R rows of 16-bit softmax in ONE warp (v49, tiny.cu's rows form at T = 2 .. 4; k <= 16, the caller's plan): the same
+ * keys, merges and expressions as mr_gate_packed (so the same ids and weight bits), each step's work for the R rows
+ * side by side, so that their independent chains interleave instead of running one after the other. Lane l < k of
+ * out_id[q] / out_w[q] holds row q's pick l. */
+template <int DT, int EPL, int R>
+__device__ __forceinline__ void mr_gate_packed_rows(const mr_gate_p& p, uint32_t lane, const uint32_t (&raw)[R][EPL],
+                                                    int32_t (&out_id)[R], float (&out_w)[R]) {
+  uint32_t key[R][EPL];
+  float x[R][EPL];
+#pragma unroll
+  for (int q = 0; q < R; ++q) mr_packed_keys<DT, EPL>(raw[q], lane, key[q], x[q]);
+  const int k = p.top_k;
+  uint32_t my_key[R], m[R];
+  if (k <= 4) {
+    uint32_t top[R][4];
+    mr_warp_top_rows<uint32_t, EPL, 4, R>(key, top);
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      m[q] = top[q][0];
+      my_key[q] = mr_top_of_lane<uint32_t, 4>(top[q], lane);
+    }
+  } else if (k <= 8) {
+    uint32_t top[R][8];
+    mr_warp_top_rows<uint32_t, EPL, 8, R>(key, top);
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      m[q] = top[q][0];
+      my_key[q] = mr_top_of_lane<uint32_t, 8>(top[q], lane);
+    }
+  } else {
+    uint32_t top[R][16];
+    mr_warp_top_rows<uint32_t, EPL, 16, R>(key, top);
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      m[q] = top[q][0];
+      my_key[q] = mr_top_of_lane<uint32_t, 16>(top[q], lane);
+    }
+  }
+  float max[R], sum[R];
+#pragma unroll
+  for (int q = 0; q < R; ++q) max[q] = mr_packed_logit<DT>(m[q]);
+  if (p.renormalize) { /* as mr_gate_packed (design.md 14) */
+#pragma unroll
+    for (int q = 0; q < R; ++q) sum[q] = 1.0f;
+  } else {
+#pragma unroll
+    for (int q = 0; q < R; ++q) sum[q] = mr_packed_lane_sum<EPL>(x[q], max[q]);
+#pragma unroll
+    for (int j = 1; j <= 5; ++j)
+#pragma unroll
+      for (int q = 0; q < R; ++q) sum[q] += __shfl_xor_sync(MR_FULL_MASK, sum[q], MR_SUM_OFF(j));
+  }
+  float w[R];
+#pragma unroll
+  for (int q = 0; q < R; ++q) w[q] = mr_packed_score<DT>(my_key[q], lane, k, max[q], sum[q]);
+  mr_finish_weights<R>(p, w);
+#pragma unroll
+  for (int q = 0; q < R; ++q) {
+    out_w[q] = w[q];
+    out_id[q] = (int32_t)(0xffffu - (my_key[q] & 0xffffu));
+  }
 }
 
 /* ---- PACKED, a segment of LPR lanes per row (large T, v6) -------------------------

@@ -195,6 +195,13 @@ extern "C" int mr_cuda_tiny_ru_c(const mr_config* cfg, const mr_gate_args* a) {
   return mr_tiny_route_plan(cfg, a, &K) && K.ru ? 1 : 0;
 }
 
+/* 1 when route runs the rows form (lab knob tiny_rows, v49) for cfg without an expert mask: tiny.cu takes the call and
+ * its plan sets rows (with a mask the launch keeps the one-pass route). */
+extern "C" int mr_cuda_tiny_rows_c(const mr_config* cfg, const mr_gate_args* a) {
+  mr_tiny_k K;
+  return mr_tiny_route_plan(cfg, a, &K) && K.rows ? 1 : 0;
+}
+
 /* Route takes tiny.cu: it fits, and the row kind is PACKED (16-bit softmax, no
  * bias, no grouping) within the bounds below, or the rows take the wide gate
  * rows and T <= MR_TINY_WIDE_T, T*k <= 32. Run 5: for the fp32-key kinds the
@@ -289,12 +296,14 @@ static cudaError_t mr_tiny_route_plan_launch(const mr_config* cfg, const mr_gate
   *ctas_log2 = K.cl ? K.ctas_log2 : 0u;
   mr_gate_p g;
   mr_gate_p_init(a, cfg->dtype, &g);
+  if (o->expert_mask) K.rows = 0; /* the rows form (lab knob tiny_rows, v49): no expert mask */
   const mr_tiny_launch_args x = {&g, o, &K, smem, mr_tiny_wide_kind(cfg, a), topk_ids, topk_weights, stream};
   if (K.filt) /* lab knob tiny_filt (v40): the sigmoid rows a warp per row by the filter */
     return mr_cuda_launch_tiny_lab_filt(cfg, a, &x);
   if (K.cl && !x.wide && mr_gate_kind(a, cfg->dtype) != MR_KIND_PACKED) /* lab knob tiny_cluster, fp32-key rows */
     return mr_cuda_launch_tiny_lab_rows(cfg, a, &x);
-  if (K.cl || K.warm || K.own || K.ru) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll */
+  if (K.cl || K.warm || K.own || K.ru || K.rows) /* lab knobs tiny_cluster, tiny_warm, tiny_op_own, wide_rank_unroll,
+                                                    tiny_rows */
     return mr_cuda_launch_tiny_lab(cfg, a, &x);
   return mr_tiny_dispatch(cfg, a, mr_tiny_default_launch{x});
 }

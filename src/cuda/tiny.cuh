@@ -87,13 +87,15 @@ typedef struct mr_tiny_k {
                              by gate.cuh's filter on approximate keys (mr_tiny_route_kernel FILT; kernel
                              instantiations of their own, tiny_lab_filt.cu). own, ru and filt: host-side flags, no
                              kernel reads them */
-  uint8_t spare;          /* (reserved: keeps the parameter block's size; 0. v39's late flag, removed in session 35) */
+  uint8_t rows;           /* lab knob tiny_rows (v49): the rows form (mr_tiny_rows_kernel) takes the call, T = 2 .. 4 rows in
+                             one warp: 1, or 2 with the padding of blocks 0 .. k-1 written during gating; 0 = not (the
+                             byte was v39's late flag, then a spare, before session 44) */
 } mr_tiny_k;
 /* the parameter block's layout (the flags above share one word, which no kernel reads: v38 - v40 kept the block's
  * size; ru was a 16-bit field at 86 before v40; v39's late, at 85, went in session 35, ru and filt taking the byte
  * before theirs) */
 static_assert(sizeof(mr_tiny_k) == 88 && offsetof(mr_tiny_k, own) == 84 && offsetof(mr_tiny_k, ru) == 85 &&
-                  offsetof(mr_tiny_k, filt) == 86 && offsetof(mr_tiny_k, spare) == 87,
+                  offsetof(mr_tiny_k, filt) == 86 && offsetof(mr_tiny_k, rows) == 87,
               "mr_tiny_k's layout");
 
 /* Entry i = t*k + slot of the sorted layouts at position pos, its weight as bits
@@ -1050,6 +1052,16 @@ static inline int mr_tiny_own_auto(const mr_config* cfg) {
   return cfg->top_k <= 4 && cfg->num_tokens * cfg->top_k <= 16;
 }
 
+/* The rows form (v49, lab knob tiny_rows 1 or 2) fits: 16-bit softmax rows (PACKED), 2 <= T <= 4, T*k <= 32 (an entry
+ * per lane), k <= 16 (the merge's lists), E <= 512 (EPL <= 16), T <= U <= 128 (one block per expert; the padding loop
+ * walks D*U slots). The expert mask is the launch's test (mr_tiny_route_plan_launch). */
+static inline int mr_tiny_rows_fits(const mr_config* cfg, const mr_gate_args* a) {
+  const int64_t T = cfg->num_tokens;
+  return (mr_cuda_tune.tiny_rows == 1 || mr_cuda_tune.tiny_rows == 2) && mr_gate_kind(a, cfg->dtype) == MR_KIND_PACKED &&
+         cfg->dtype != MOEROUTE_DTYPE_FP32 && T >= 2 && T <= 4 && T * cfg->top_k <= 32 && cfg->top_k <= 16 &&
+         cfg->num_experts <= 512 && cfg->unit_size >= T && cfg->unit_size <= 128;
+}
+
 /* The shape fields of a plan (the route's and the sort's); the rest zero. */
 static inline void mr_tiny_k_init(const mr_config* cfg, mr_tiny_k* K) {
   memset(K, 0, sizeof *K);
@@ -1133,6 +1145,7 @@ static inline int mr_tiny_plan(const mr_config* cfg, const mr_gate_args* a, mr_t
              : mr_knob_on(mr_cuda_tune.tiny_op_own, mr_tiny_own_auto(cfg)) ? 1
                                                                                    : 0;
     K->ctas_log2 = mr_tiny_route_ctas_log2(cfg);
+    K->rows = mr_tiny_rows_fits(cfg, a) && K->threads == MR_TINY_THREADS ? (uint8_t)mr_cuda_tune.tiny_rows : 0;
     K->op_off = (words + 3u) & ~3u;
     words = K->op_off + 32u + K->E;
     if (words > MR_TINY_SMEM_BYTES / 4u) return 0;
@@ -1184,6 +1197,106 @@ static cudaError_t mr_launch_tiny_t(const mr_gate_p* g0, const mr_sort_out* o, c
   mr_decode_pdl(&lc, attr, &na);
   MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_route_kernel<DT, EPL, KIND, WIDE, ONEPASS, NT, CL, WARM, OWN, RU, FILT>,
                             g, *o, *K, topk_ids, topk_weights));
+  return cudaSuccess;
+}
+
+/* ---- v49 (lab knob tiny_rows): the rows form, T = 2 .. 4 in ONE warp -----------------------------------------
+ *
+ * tiny.cu's one-pass route gates a row per warp, then meets the CTA at a barrier and builds the layout from shared
+ * tables: ~0.8 us after gating at T = 2 - 8 (targets.md D2; v38 and v48 did not shorten it). Here the T = R rows of
+ * 16-bit softmax (no expert mask) are gated by warp 0 alone, side by side (gate.cuh mr_gate_packed_rows: the same
+ * keys and expressions, so the same bits), and the layout comes from its registers: lane l < n = T*k takes entry l
+ * (token l / k, pick l % k), the entries of one expert find each other with match_any (rank: the lanes below, which
+ * are the lower tokens; count), an expert's block is the number of distinct experts below it, and the blocks' counts
+ * (1 .. 4) travel as two bit planes over the D <= 32 blocks (two REDUX), so that each lane writes its padding slots
+ * with no further exchange. No shared memory, no barrier, no table. U >= T: one block per expert present. The other
+ * CTAs clear moe_buf. tk.rows 2: warps 1 .. 7 write slots [T, U) of blocks 0 .. k-1 while warp 0 gates (padding
+ * whatever the picks: every token picks k distinct experts, so blocks 0 .. k-1 exist and hold at most T entries).
+ */
+template <int DT, int EPL, int R>
+__global__ void __launch_bounds__(MR_TINY_THREADS, 1)
+    mr_tiny_rows_kernel(const __grid_constant__ mr_gate_p g, const __grid_constant__ mr_sort_out o,
+                        const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
+  static_assert(R >= 2 && R <= 4, "the rows form: T = 2 .. 4 (block counts in two bit planes)");
+  mr_pdl_enter();
+  if (blockIdx.x >= 1u) { /* clear-only CTAs */
+    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1u) * blockDim.x + threadIdx.x,
+                   (size_t)(gridDim.x - 1u) * blockDim.x);
+    return;
+  }
+  const uint32_t tid = threadIdx.x, lane = tid & 31u, U = tk.U, k = tk.k, n = tk.n;
+  if (tid >= 32u) { /* tk.rows 2: the padding known before the picks */
+    if (tk.rows == 2u)
+#pragma unroll 1
+      for (uint32_t j = tid - 32u; j < k * U; j += MR_TINY_THREADS - 32u) {
+        const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j; /* j < 2^22: exact (mr_udiv) */
+        if (j - b * U >= (uint32_t)R) mr_emit_pad_slot(&o, j);
+      }
+    return;
+  }
+  constexpr int W = MR_ESZ(DT);
+  const uint32_t ninf = mr_raw_neg_inf<DT>(g.f16 != 0);
+  uint32_t raw[R][EPL];
+#pragma unroll
+  for (int q = 0; q < R; ++q) mr_load_lane<W, EPL>(g.logits + (int64_t)q * g.row_bytes, lane, tk.E, ninf, true, raw[q]);
+  int32_t id[R];
+  float w[R];
+  mr_gate_packed_rows<DT, EPL, R>(g, lane, raw, id, w);
+  if (lane < k)
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      if (topk_ids) topk_ids[q * k + lane] = id[q];
+      if (topk_weights) topk_weights[q * k + lane] = w[q];
+    }
+  /* entry l = t*k + s: row t's pick s, from lane s */
+  const bool valid = lane < n;
+  const uint32_t t = (lane * tk.kmagic) >> 20, s = lane - t * k;
+  uint32_t e = 0xffffffffu, wb = 0u; /* no entry: above every expert */
+#pragma unroll
+  for (int q = 0; q < R; ++q) {
+    const uint32_t eq = (uint32_t)__shfl_sync(MR_FULL_MASK, id[q], (int)(s & 31u));
+    const uint32_t wq = __shfl_sync(MR_FULL_MASK, __float_as_uint(w[q]), (int)(s & 31u));
+    if (valid && t == (uint32_t)q) {
+      e = eq;
+      wb = wq;
+    }
+  }
+  const uint32_t peers = __match_any_sync(MR_FULL_MASK, e);
+  const uint32_t rank = (uint32_t)__popc(peers & mr_lanemask_lt()), cnt = (uint32_t)__popc(peers);
+  const bool leader = valid && rank == 0u;
+  /* block = the distinct experts below e: the leaders with a smaller expert */
+  const uint32_t le = leader ? e : 0xffffffffu;
+  uint32_t start = 0u;
+#pragma unroll 1
+  for (uint32_t j0 = 0; j0 < n; j0 += 8u) {
+#pragma unroll
+    for (uint32_t c = 0; c < 8u; ++c) start += __shfl_sync(MR_FULL_MASK, le, (int)((j0 + c) & 31u)) < e ? 1u : 0u;
+  }
+  const uint32_t D = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, leader));
+  if (valid) mr_tiny_put_entry(o, tk, start * U + rank, lane, wb);
+  if (leader) mr_emit_block_id(&o, start, (int32_t)e); /* local id = expert id: no mask */
+  /* block b holds 1 + c1_b + 2 c2_b entries (D <= n <= 32 blocks, counts 1 .. R <= 4) */
+  const uint32_t c1 = __reduce_or_sync(MR_FULL_MASK, leader ? ((cnt - 1u) & 1u) << start : 0u);
+  const uint32_t c2 = __reduce_or_sync(MR_FULL_MASK, leader ? ((cnt - 1u) >> 1) << start : 0u);
+  const bool early = tk.rows == 2u;
+#pragma unroll 4
+  for (uint32_t j = lane; j < D * U; j += 32u) {
+    const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j, r = j - b * U;
+    const uint32_t cb = 1u + ((c1 >> b) & 1u) + 2u * ((c2 >> b) & 1u);
+    if (r >= cb && !(early && b < k && r >= (uint32_t)R)) mr_emit_pad_slot(&o, j);
+  }
+  if (lane == 0u) mr_emit_totals(&o, D * U);
+}
+
+template <int DT, int EPL, int R>
+static cudaError_t mr_launch_tiny_rows_t(const mr_gate_p* g, const mr_sort_out* o, const mr_tiny_k* K,
+                                         int32_t* topk_ids, float* topk_weights, cudaStream_t stream) {
+  const int clear = mr_cuda_clear_ctas(o->moe_buf_bytes, (int)MR_TINY_THREADS);
+  cudaLaunchConfig_t lc = mr_launch_config(1u + (unsigned)clear, MR_TINY_THREADS, 0, stream);
+  cudaLaunchAttribute attr[1];
+  unsigned na = 0;
+  mr_decode_pdl(&lc, attr, &na);
+  MR_TRY(cudaLaunchKernelEx(&lc, mr_tiny_rows_kernel<DT, EPL, R>, *g, *o, *K, topk_ids, topk_weights));
   return cudaSuccess;
 }
 

@@ -1,6 +1,6 @@
 /*
  * tiny_lab.cu - the instantiations of tiny.cu's lab knobs tiny_cluster (16-bit softmax rows, wide gate rows)
- * and tiny_warm (perf-log v15), and tiny_op_own (v17; its value 2, v48) and wide_rank_unroll (v17)
+ * and tiny_warm (perf-log v15), tiny_op_own (v17; its value 2, v48), wide_rank_unroll (v17) and tiny_rows (v49)
  * (tiny.cuh's kernel templates; a translation unit of its own so that these lab-only kernels
  * compile in parallel with tiny.cu's default ones).
  *
@@ -21,10 +21,23 @@ struct mr_tiny_lab_launch {
     return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, false, false, OWN>(
         x.g, x.o, K, x.smem, x.topk_ids, x.topk_weights, x.stream);
   }
+  /* the rows form (v49): T = 2 .. 4 rows in one warp */
+  template <int DT, int EPL>
+  cudaError_t rows() const {
+    if constexpr (EPL <= 16) {
+      const mr_tiny_k* K = x.K;
+      if (K->T == 2u) return mr_launch_tiny_rows_t<DT, EPL, 2>(x.g, x.o, K, x.topk_ids, x.topk_weights, x.stream);
+      if (K->T == 3u) return mr_launch_tiny_rows_t<DT, EPL, 3>(x.g, x.o, K, x.topk_ids, x.topk_weights, x.stream);
+      if (K->T == 4u) return mr_launch_tiny_rows_t<DT, EPL, 4>(x.g, x.o, K, x.topk_ids, x.topk_weights, x.stream);
+    }
+    return cudaErrorInvalidConfiguration; /* unreachable: mr_tiny_rows_fits */
+  }
   template <int DT, int EPL, int KIND>
   cudaError_t run() const {
     const mr_tiny_k* K = x.K;
     if constexpr (KIND == MR_KIND_PACKED && DT != MOEROUTE_DTYPE_FP32) {
+      if (K->rows) /* the rows form (v49) */
+        return rows<DT, EPL>();
       if (K->cl) /* the cluster form */
         return mr_launch_tiny_t<DT, EPL, KIND, false, true, MR_TINY_THREADS, true>(x.g, x.o, K, x.smem, x.topk_ids,
                                                                                  x.topk_weights, x.stream);
