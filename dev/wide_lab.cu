@@ -1478,6 +1478,42 @@ static int trows(void) {
   return bad;
 }
 
+/* --trows-probe (session 44, perf-log v49): where the rows form's time goes. The kernel metric (route, moe_buf cleared,
+ * U = 32) of the default route, its gating alone (tiny_probe 1), the rows form, its gating alone (probe 1), its layout
+ * alone (probe 8: no gating), and its rows gated one after the other by mr_gate_packed (probe 9, right outputs). */
+static int trows_probe(void) {
+  static const int TS[] = {2, 4};
+  static const int PR[][2] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {1, 8}, {1, 9}};
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  printf("us, kernel metric, route (moe_buf cleared, U = 32): default | default gating alone | rows | rows gating "
+         "alone | rows layout alone | rows one after the other\n");
+  for (int si = 0; si < NPK; ++si)
+    for (int ti = 0; ti < 2; ++ti) {
+      if (TS[ti] * PK[si].k > 32 || PK[si].E > 512) continue;
+      Case c;
+      make_case(&c, &PK[si], TS[ti], 0);
+      printf("%-14s %3d", PK[si].name, TS[ti]);
+      for (int v = 0; v < 6; ++v) {
+        mr_cuda_tune.tiny_rows = PR[v][0];
+        mr_cuda_tune.tiny_probe = PR[v][1];
+        double best = 1e30;
+        for (int rep = 0; rep < 2; ++rep) {
+          const double x = time_op(&c, 0, 1, s);
+          if (x < best) best = x;
+        }
+        printf(" %7.2f", best);
+      }
+      mr_cuda_tune.tiny_rows = 0;
+      mr_cuda_tune.tiny_probe = 0;
+      printf("\n");
+      fflush(stdout);
+      free_case(&c);
+    }
+  CK(cudaStreamDestroy(s));
+  return 0;
+}
+
 /* --tfilt (session 35, perf-log v40): tiny_filt, the sigmoid rows that the wide form takes, a warp per row by
  * gate.cuh's filter on approximate keys, against the default route (the wide rows: tiny.cu at T = 1, the cluster
  * form of the wide rows at 2 <= T <= 16 for E <= 256 and T <= 8 for E = 384, else the pair), with the cluster form's
@@ -1557,6 +1593,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !strcmp(argv[1], "--town")) return town();
   if (argc > 1 && !strcmp(argv[1], "--tent")) return tent();
   if (argc > 1 && !strcmp(argv[1], "--trows")) return trows();
+  if (argc > 1 && !strcmp(argv[1], "--trows-probe")) return trows_probe();
   if (argc > 1 && !strcmp(argv[1], "--tru")) return tru();
   if (argc > 1 && !strcmp(argv[1], "--tfilt")) return tfilt();
   if (argc > 1 && !strcmp(argv[1], "--tfilt9")) return tfilt9();

@@ -1241,13 +1241,25 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   for (int q = 0; q < R; ++q) mr_load_lane<W, EPL>(g.logits + (int64_t)q * g.row_bytes, lane, tk.E, ninf, true, raw[q]);
   int32_t id[R];
   float w[R];
-  mr_gate_packed_rows<DT, EPL, R>(g, lane, raw, id, w);
+  if (tk.probe == 8u) { /* lab probe (WRONG outputs): no gating, row q's picks (l + q) % E, weight 1: the layout alone */
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      id[q] = (int32_t)((lane + (uint32_t)q + (raw[q][0] & 1u)) % tk.E);
+      w[q] = 1.0f;
+    }
+  } else if (tk.probe == 9u) { /* lab probe (right outputs): the rows one after the other by mr_gate_packed */
+#pragma unroll
+    for (int q = 0; q < R; ++q) mr_gate_packed<DT, EPL>(g, lane, raw[q], &id[q], &w[q]);
+  } else {
+    mr_gate_packed_rows<DT, EPL, R>(g, lane, raw, id, w);
+  }
   if (lane < k)
 #pragma unroll
     for (int q = 0; q < R; ++q) {
       if (topk_ids) topk_ids[q * k + lane] = id[q];
       if (topk_weights) topk_weights[q * k + lane] = w[q];
     }
+  if (tk.probe == 1u) return; /* lab probe (WRONG outputs): gating alone */
   /* entry l = t*k + s: row t's pick s, from lane s */
   const bool valid = lane < n;
   const uint32_t t = (lane * tk.kmagic) >> 20, s = lane - t * k;
