@@ -1144,6 +1144,19 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   *out_id = (int32_t)(0xffffu - (my_key & 0xffffu));
 }
 
+/* The top L of R rows (mr_warp_top_rows): m[q] = row q's largest key, my_key[q] = its key of rank lane (lanes < L) */
+template <int EPL, int L, int R>
+__device__ __forceinline__ void mr_rows_top(const uint32_t (&key)[R][EPL], uint32_t lane, uint32_t (&m)[R],
+                                            uint32_t (&my_key)[R]) {
+  uint32_t top[R][L];
+  mr_warp_top_rows<uint32_t, EPL, L, R>(key, top);
+#pragma unroll
+  for (int q = 0; q < R; ++q) {
+    m[q] = top[q][0];
+    my_key[q] = mr_top_of_lane<uint32_t, L>(top[q], lane);
+  }
+}
+
 /* R rows of 16-bit softmax in ONE warp (v49, tiny.cu's rows form at T = 2 .. 4; k <= 16, the caller's plan): the same
  * keys, merges and expressions as mr_gate_packed (so the same ids and weight bits), each step's work for the R rows
  * side by side, so that their independent chains interleave instead of running one after the other. Lane l < k of
@@ -1157,31 +1170,12 @@ __device__ __forceinline__ void mr_gate_packed_rows(const mr_gate_p& p, uint32_t
   for (int q = 0; q < R; ++q) mr_packed_keys<DT, EPL>(raw[q], lane, key[q], x[q]);
   const int k = p.top_k;
   uint32_t my_key[R], m[R];
-  if (k <= 4) {
-    uint32_t top[R][4];
-    mr_warp_top_rows<uint32_t, EPL, 4, R>(key, top);
-#pragma unroll
-    for (int q = 0; q < R; ++q) {
-      m[q] = top[q][0];
-      my_key[q] = mr_top_of_lane<uint32_t, 4>(top[q], lane);
-    }
-  } else if (k <= 8) {
-    uint32_t top[R][8];
-    mr_warp_top_rows<uint32_t, EPL, 8, R>(key, top);
-#pragma unroll
-    for (int q = 0; q < R; ++q) {
-      m[q] = top[q][0];
-      my_key[q] = mr_top_of_lane<uint32_t, 8>(top[q], lane);
-    }
-  } else {
-    uint32_t top[R][16];
-    mr_warp_top_rows<uint32_t, EPL, 16, R>(key, top);
-#pragma unroll
-    for (int q = 0; q < R; ++q) {
-      m[q] = top[q][0];
-      my_key[q] = mr_top_of_lane<uint32_t, 16>(top[q], lane);
-    }
-  }
+  if (k <= 4)
+    mr_rows_top<EPL, 4, R>(key, lane, m, my_key);
+  else if (k <= 8)
+    mr_rows_top<EPL, 8, R>(key, lane, m, my_key);
+  else
+    mr_rows_top<EPL, 16, R>(key, lane, m, my_key);
   float max[R], sum[R];
 #pragma unroll
   for (int q = 0; q < R; ++q) max[q] = mr_packed_logit<DT>(m[q]);
