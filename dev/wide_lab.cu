@@ -1466,13 +1466,12 @@ static int tent(void) {
 static int trows(void) {
   static const int TS[] = {2, 3, 4};
   int bad = 0;
+  static const char* NAME[] = {"", "tiny_rows=1", "tiny_rows=2"};
   for (int on = 1; on <= 2; ++on) {
-    char name[16];
-    snprintf(name, sizeof name, "tiny_rows=%d", on);
-    const KnobAB x = {strdup(name), 0, on, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_rows,
+    const KnobAB x = {NAME[on], 0, on, PKX, (int)(sizeof PKX / sizeof PKX[0]), &mr_cuda_tune.tiny_rows,
                       mr_cuda_tiny_rows_c, TS, 3, 6, 1, 1};
     bad |= knob_ab(&x);
-    const KnobAB y = {strdup(name), 0, on, PK, NPK, &mr_cuda_tune.tiny_rows, mr_cuda_tiny_rows_c, TS, 3, 6, 0, 1};
+    const KnobAB y = {NAME[on], 0, on, PK, NPK, &mr_cuda_tune.tiny_rows, mr_cuda_tiny_rows_c, TS, 3, 6, 0, 1};
     bad |= knob_ab(&y);
   }
   return bad;

@@ -273,6 +273,15 @@ typedef struct mr_sort_out {
   uint32_t k_magic; /* mr_magic(top_k): i / k by mr_udiv */
 } mr_sort_out;
 
+/* The CTAs from `routing` on clear o's moe_buf (all of it, grid-stride over their threads) and return true; the first
+ * `routing` CTAs return false and route (the decode launches' clear-only tail, mr_clear_lead_ctas's twin). */
+__device__ __forceinline__ bool mr_clear_tail_ctas(const mr_sort_out& o, uint32_t routing) {
+  if (blockIdx.x < routing) return false;
+  mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing) * blockDim.x + threadIdx.x,
+                 (size_t)(gridDim.x - routing) * blockDim.x);
+  return true;
+}
+
 /* Division by a run-time d in 1..1024 without the ~30-instruction integer
  * division: m = mr_magic(d) = ceil(2^32 / d) (0 for d = 1), then
  * x / d = umulhi(x, m), exact for x < 2^22 (m*d - 2^32 < d, so x*(m*d - 2^32) / 2^32 < 1

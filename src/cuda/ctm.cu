@@ -234,10 +234,7 @@ __device__ __forceinline__ bool mr_ctm_enter(const mr_sort_out& o, const mr_ctm_
   }
   mr_pdl_enter();
   MR_STAMP(1);
-  if (!routing)
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - K.R) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - K.R) * blockDim.x);
-  return routing;
+  return !mr_clear_tail_ctas(o, K.R);
 }
 
 template <int DT, int EPL, int KIND>

@@ -75,11 +75,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS, 1)
   constexpr int W = MR_ESZ(DT);
   const uint32_t C = mr_cluster_size();
   mr_pdl_enter();
-  if (blockIdx.x >= C) { /* clear-only clusters: no cluster barrier, no DSMEM */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - C) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - C) * blockDim.x);
-    return;
-  }
+  if (mr_clear_tail_ctas(o, C)) return; /* clear-only clusters: no cluster barrier, no DSMEM */
   MR_STAMP(0);
   extern __shared__ __align__(16) uint32_t mr_fused_smem[];
   uint32_t* sm = mr_fused_smem;

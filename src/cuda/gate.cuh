@@ -1076,10 +1076,35 @@ __device__ __forceinline__ float mr_packed_score(uint32_t my_key, uint32_t lane,
   return w;
 }
 
+/* The top L of R rows (mr_warp_top_rows): m[q] = row q's largest key, my_key[q] = its key of rank lane (lanes < L) */
+template <int EPL, int L, int R>
+__device__ __forceinline__ void mr_rows_top(const uint32_t (&key)[R][EPL], uint32_t lane, uint32_t (&m)[R],
+                                            uint32_t (&my_key)[R]) {
+  uint32_t top[R][L];
+  mr_warp_top_rows<uint32_t, EPL, L, R>(key, top);
+#pragma unroll
+  for (int q = 0; q < R; ++q) {
+    m[q] = top[q][0];
+    my_key[q] = mr_top_of_lane<uint32_t, L>(top[q], lane);
+  }
+}
+/* The same with L the merge width for k <= 16: 4, 8 or 16 */
+template <int EPL, int R>
+__device__ __forceinline__ void mr_rows_top_k(const uint32_t (&key)[R][EPL], int k, uint32_t lane, uint32_t (&m)[R],
+                                              uint32_t (&my_key)[R]) {
+  if (k <= 4)
+    mr_rows_top<EPL, 4, R>(key, lane, m, my_key);
+  else if (k <= 8)
+    mr_rows_top<EPL, 8, R>(key, lane, m, my_key);
+  else
+    mr_rows_top<EPL, 16, R>(key, lane, m, my_key);
+}
+
 template <int DT, int EPL, int FILT = 0> /* FILT: the picks by mr_top_filter first (v34, 256 < E <= 512 at large T) */
 __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane, const uint32_t* raw, int32_t* out_id,
                                                float* out_w, unsigned long long* fsm = nullptr) {
-  uint32_t key[EPL];
+  uint32_t key1[1][EPL]; /* (one row of mr_rows_top's form) */
+  uint32_t* key = key1[0];
   float x[EPL];
   mr_packed_keys<DT, EPL>(raw, lane, key, x);
 
@@ -1096,21 +1121,11 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
     uint32_t m;
     if (filtered) {
       m = __shfl_sync(MR_FULL_MASK, my_key, 0); /* pick 0: the row maximum */
-    } else if (k <= 4) {
-      uint32_t top[4];
-      mr_warp_top<uint32_t, EPL, 4>(key, top);
-      m = top[0];
-      my_key = mr_top_of_lane<uint32_t, 4>(top, lane);
-    } else if (k <= 8) {
-      uint32_t top[8];
-      mr_warp_top<uint32_t, EPL, 8>(key, top);
-      m = top[0];
-      my_key = mr_top_of_lane<uint32_t, 8>(top, lane);
     } else {
-      uint32_t top[16];
-      mr_warp_top<uint32_t, EPL, 16>(key, top);
-      m = top[0];
-      my_key = mr_top_of_lane<uint32_t, 16>(top, lane);
+      uint32_t m1[1], mk1[1];
+      mr_rows_top_k<EPL, 1>(key1, k, lane, m1, mk1);
+      m = m1[0];
+      my_key = mk1[0];
     }
     max = mr_packed_logit<DT>(m);
     if (p.renormalize) {
@@ -1144,19 +1159,6 @@ __device__ __forceinline__ void mr_gate_packed(const mr_gate_p& p, uint32_t lane
   *out_id = (int32_t)(0xffffu - (my_key & 0xffffu));
 }
 
-/* The top L of R rows (mr_warp_top_rows): m[q] = row q's largest key, my_key[q] = its key of rank lane (lanes < L) */
-template <int EPL, int L, int R>
-__device__ __forceinline__ void mr_rows_top(const uint32_t (&key)[R][EPL], uint32_t lane, uint32_t (&m)[R],
-                                            uint32_t (&my_key)[R]) {
-  uint32_t top[R][L];
-  mr_warp_top_rows<uint32_t, EPL, L, R>(key, top);
-#pragma unroll
-  for (int q = 0; q < R; ++q) {
-    m[q] = top[q][0];
-    my_key[q] = mr_top_of_lane<uint32_t, L>(top[q], lane);
-  }
-}
-
 /* R rows of 16-bit softmax in ONE warp (v49, tiny.cu's rows form at T = 2 .. 4; k <= 16, the caller's plan): the same
  * keys, merges and expressions as mr_gate_packed (so the same ids and weight bits), each step's work for the R rows
  * side by side, so that their independent chains interleave instead of running one after the other. Lane l < k of
@@ -1170,12 +1172,7 @@ __device__ __forceinline__ void mr_gate_packed_rows(const mr_gate_p& p, uint32_t
   for (int q = 0; q < R; ++q) mr_packed_keys<DT, EPL>(raw[q], lane, key[q], x[q]);
   const int k = p.top_k;
   uint32_t my_key[R], m[R];
-  if (k <= 4)
-    mr_rows_top<EPL, 4, R>(key, lane, m, my_key);
-  else if (k <= 8)
-    mr_rows_top<EPL, 8, R>(key, lane, m, my_key);
-  else
-    mr_rows_top<EPL, 16, R>(key, lane, m, my_key);
+  mr_rows_top_k<EPL, R>(key, k, lane, m, my_key);
   float max[R], sum[R];
 #pragma unroll
   for (int q = 0; q < R; ++q) max[q] = mr_packed_logit<DT>(m[q]);

@@ -235,11 +235,7 @@ __global__ void __launch_bounds__(MR_MID_THREADS, 1)
   MR_STAMP(0);
   mr_pdl_enter();
   MR_STAMP(1);
-  if (blockIdx.x >= routing_ctas) {
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - routing_ctas) * blockDim.x);
-    return;
-  }
+  if (mr_clear_tail_ctas(o, routing_ctas)) return;
   mr_mid_sort_body(o, topk_ids, topk_weights, routing_ctas);
 }
 

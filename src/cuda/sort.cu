@@ -47,11 +47,7 @@ __global__ void __launch_bounds__(MR_SORT_THREADS, 1)
     mr_small_sort_kernel(const __grid_constant__ mr_sort_out o, const __grid_constant__ mr_small_p sp,
                          const int32_t* topk_ids, const float* topk_weights, uint32_t routing_ctas) {
   mr_pdl_enter();
-  if (blockIdx.x >= routing_ctas) {
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - routing_ctas) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - routing_ctas) * blockDim.x);
-    return;
-  }
+  if (mr_clear_tail_ctas(o, routing_ctas)) return;
   MR_STAMP(0);
   extern __shared__ __align__(16) uint32_t mr_small_smem[];
   uint32_t* sm = mr_small_smem;

@@ -26,7 +26,7 @@
  *      memory. Meanwhile an idle warp (or warp 0 after its rows) turns
  *      expert_mask into a bitmap of E bits and the prefix counts of its words
  *      (local ids, design.md 7).
- *   (T = 1 without a mask: mr_tiny_solo_pad / mr_tiny_solo_sort instead of 2-3.)
+ *   (T = 1 without a mask: mr_tiny_head_pad / mr_tiny_solo_sort instead of 2-3.)
  *   2. one CTA barrier; warp 0, lane i = entry i (at T = 1 from its registers):
  *        peers = the lanes with the same expert (mr_warp_peers): cnt = popc, rank = popc of
  *        the lanes below (ascending i = ascending token, then slot); at T = 1
@@ -124,11 +124,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   if (blockIdx.x < ctas) /* shared memory only: before the wait, under the previous kernel's tail */
     for (uint32_t w = tid; w <= 32u + tk.E; w += MR_TINY_THREADS) sm[tk.op_off + w] = 0u;
   mr_pdl_enter();
-  if (blockIdx.x >= ctas) { /* clear-only CTAs */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - ctas) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - ctas) * blockDim.x);
-    return;
-  }
+  if (mr_clear_tail_ctas(o, ctas)) return; /* clear-only CTAs */
   const bool has_mask = o.expert_mask != NULL;
   uint32_t id = tk.E, wb = 0u;
   if (tid < tk.n) { /* loads first, then the zeroing's barrier */

@@ -216,14 +216,29 @@ __device__ __forceinline__ void mr_tiny_sort_multi(const mr_sort_out& o, const m
 /* T = 1 without a mask ("solo", v8): the k picks are k distinct experts, one
  * entry and one block each, so slot j of [0, k*U) is padding exactly when
  * j % U != 0 and the totals are k*U: the idle warps write the padding while the
- * row is gated, and the gating warp places its own picks. No barrier, no table. */
-__device__ __forceinline__ void mr_tiny_solo_pad(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t first) {
-  const uint32_t U = tk.U, nslot = tk.n * U, step = MR_TINY_THREADS - first;
+ * row is gated, and the gating warp places its own picks. No barrier, no table.
+ * mr_tiny_head_pad writes that padding known before the picks: with T rows and no mask, blocks 0 .. k-1 exist (each
+ * token picks k distinct experts) and hold at most T entries, so their slots [T, U) are padding (solo: T = 1; the
+ * rows form's tiny_rows 2, v49: T = 2 .. 4); threads from `first` on, over the rest of the CTA. */
+__device__ __forceinline__ void mr_tiny_head_pad(const mr_sort_out& o, const mr_tiny_k& tk, uint32_t first,
+                                                 uint32_t T) {
+  const uint32_t U = tk.U, nslot = tk.k * U, step = MR_TINY_THREADS - first;
 #pragma unroll 1
   for (uint32_t j = threadIdx.x - first; j < nslot; j += step) {
     const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j; /* j < 2^22: exact (mr_udiv) */
-    if (j != b * U) mr_emit_pad_slot(&o, j); /* else the block's one entry */
+    if (j - b * U >= T) mr_emit_pad_slot(&o, j); /* else one of the block's first T slots */
   }
+}
+
+/* Lanes j < n <= 32 whose v is below e (every lane calls it): a block's start from its leaders' experts */
+__device__ __forceinline__ uint32_t mr_tiny_count_below(uint32_t v, uint32_t e, uint32_t n) {
+  uint32_t c = 0u;
+#pragma unroll 1
+  for (uint32_t j0 = 0; j0 < n; j0 += 8u) {
+#pragma unroll
+    for (uint32_t q = 0; q < 8u; ++q) c += __shfl_sync(MR_FULL_MASK, v, (int)(j0 + q)) < e ? 1u : 0u; /* < 32 */
+  }
+  return c;
 }
 
 /* The gating warp: lane l < k holds pick l (expert id, weight); its block is the
@@ -233,12 +248,7 @@ __device__ __forceinline__ void mr_tiny_solo_sort(const mr_sort_out& o, const mr
   const uint32_t n = tk.n, U = tk.U;
   const bool valid = lane < n;
   const uint32_t e = valid ? (uint32_t)id : 0xffffffffu; /* no entry: never below a valid lane's id */
-  uint32_t start = 0u;
-#pragma unroll 1
-  for (uint32_t j0 = 0; j0 < n; j0 += 8u) {
-#pragma unroll
-    for (uint32_t c = 0; c < 8u; ++c) start += __shfl_sync(MR_FULL_MASK, e, (int)(j0 + c)) < e ? 1u : 0u;
-  }
+  const uint32_t start = mr_tiny_count_below(e, e, n);
   if (valid) {
     const uint32_t pos = start * U; /* entry i = lane: token 0, slot lane */
     if (o.sorted_ids) {
@@ -607,11 +617,7 @@ __global__ void __launch_bounds__(NT, 1)
     }
   }
   mr_pdl_enter();
-  if (blockIdx.x >= ctas) { /* clear-only CTAs (CL: whole clusters of them, no cluster barrier) */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - ctas) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - ctas) * blockDim.x);
-    return;
-  }
+  if (mr_clear_tail_ctas(o, ctas)) return; /* clear-only CTAs (CL: whole clusters of them, no cluster barrier) */
   if (ONEPASS && !CL && blockIdx.x > 0) { /* the top-k by CTA 0 alone */
     topk_ids = NULL;
     topk_weights = NULL;
@@ -626,9 +632,9 @@ __global__ void __launch_bounds__(NT, 1)
   /* the bitmap warp: the last warp when it gates nothing, else warp 0 after its rows */
   const uint32_t gating_warps = WIDE ? (uint32_t)gw * MR_WIDE_WARPS : (uint32_t)gw;
   const uint32_t mask_warp = gating_warps < NW ? NW - 1u : 0u;
-  /* mr_tiny_solo_pad (T = 1: n = k <= 32; never with the one-pass finish, T >= 2) */
+  /* mr_tiny_head_pad (T = 1: n = k <= 32; never with the one-pass finish, T >= 2) */
   const bool solo = !ONEPASS && tk.T == 1u && !has_mask;
-  if (solo && warp >= gating_warps) mr_tiny_solo_pad(o, tk, gating_warps * 32u);
+  if (solo && warp >= gating_warps) mr_tiny_head_pad(o, tk, gating_warps * 32u, 1u);
 
   /* 1. gating; at T = 1 warp 0's lanes l < k keep pick l in id0 / w0 */
   int32_t id0 = 0;
@@ -1219,19 +1225,10 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
                         const __grid_constant__ mr_tiny_k tk, int32_t* topk_ids, float* topk_weights) {
   static_assert(R >= 2 && R <= 4, "the rows form: T = 2 .. 4 (block counts in two bit planes)");
   mr_pdl_enter();
-  if (blockIdx.x >= 1u) { /* clear-only CTAs */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(blockIdx.x - 1u) * blockDim.x + threadIdx.x,
-                   (size_t)(gridDim.x - 1u) * blockDim.x);
-    return;
-  }
+  if (mr_clear_tail_ctas(o, 1u)) return; /* clear-only CTAs */
   const uint32_t tid = threadIdx.x, lane = tid & 31u, U = tk.U, k = tk.k, n = tk.n;
   if (tid >= 32u) { /* tk.rows 2: the padding known before the picks */
-    if (tk.rows == 2u)
-#pragma unroll 1
-      for (uint32_t j = tid - 32u; j < k * U; j += MR_TINY_THREADS - 32u) {
-        const uint32_t b = tk.umagic ? __umulhi(j, tk.umagic) : j; /* j < 2^22: exact (mr_udiv) */
-        if (j - b * U >= (uint32_t)R) mr_emit_pad_slot(&o, j);
-      }
+    if (tk.rows == 2u) mr_tiny_head_pad(o, tk, 32u, (uint32_t)R);
     return;
   }
   constexpr int W = MR_ESZ(DT);
@@ -1277,13 +1274,7 @@ __global__ void __launch_bounds__(MR_TINY_THREADS, 1)
   const uint32_t rank = (uint32_t)__popc(peers & mr_lanemask_lt()), cnt = (uint32_t)__popc(peers);
   const bool leader = valid && rank == 0u;
   /* block = the distinct experts below e: the leaders with a smaller expert */
-  const uint32_t le = leader ? e : 0xffffffffu;
-  uint32_t start = 0u;
-#pragma unroll 1
-  for (uint32_t j0 = 0; j0 < n; j0 += 8u) {
-#pragma unroll
-    for (uint32_t c = 0; c < 8u; ++c) start += __shfl_sync(MR_FULL_MASK, le, (int)((j0 + c) & 31u)) < e ? 1u : 0u;
-  }
+  const uint32_t start = mr_tiny_count_below(leader ? e : 0xffffffffu, e, n);
   const uint32_t D = (uint32_t)__popc(__ballot_sync(MR_FULL_MASK, leader));
   if (valid) mr_tiny_put_entry(o, tk, start * U + rank, lane, wb);
   if (leader) mr_emit_block_id(&o, start, (int32_t)e); /* local id = expert id: no mask */

@@ -69,11 +69,7 @@ __global__ void __launch_bounds__(MR_TM_THREADS, 1)
     __syncthreads();
   }
   mr_pdl_enter();
-  if (cta >= ctas) { /* clear-only CTAs */
-    mr_clear_bytes(o.moe_buf, o.moe_buf_bytes, (size_t)(cta - ctas) * blockDim.x + tid,
-                   (size_t)(gridDim.x - ctas) * blockDim.x);
-    return;
-  }
+  if (mr_clear_tail_ctas(o, ctas)) return; /* clear-only CTAs */
   /* 1. entries into registers (loads first), then the token masks */
   uint32_t id[MR_TM_PER], wb[MR_TM_PER];
 #pragma unroll
